@@ -1,0 +1,36 @@
+# scd2 -- PGXS build.  `make && make install`, then `make installcheck`
+# against a running server (scripts/test.sh does all of it on a throwaway
+# cluster).
+
+EXTENSION   = scd2
+MODULE_big  = scd2
+OBJS        = $(patsubst %.c,%.o,$(wildcard src/*.c))
+DATA        = $(wildcard sql/scd2--*.sql)
+PG_CPPFLAGS = -I$(srcdir)/src
+
+# pg_regress (PostgreSQL 15) reads INPUTDIR/sql/*.sql and
+# INPUTDIR/expected/*.out and has no --expecteddir: bridge our sql-tests/ and
+# expected/ folders through a directory of symlinks under build/.
+TESTS        = $(sort $(wildcard sql-tests/*.sql))
+REGRESS      = $(patsubst sql-tests/%.sql,%,$(TESTS))
+REGRESS_OPTS = --inputdir=build/regress --outputdir=build/regress
+REGRESS_PREP = build/regress/sql
+
+# Concurrency specs (pg_isolation_regress): isolation/specs + isolation/expected.
+ISOLATION      = $(patsubst isolation/specs/%.spec,%,$(sort $(wildcard isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=isolation --outputdir=build/isolation
+
+EXTRA_CLEAN = build
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+build/regress/sql:
+	mkdir -p build/regress build/isolation
+	ln -sfn ../../sql-tests build/regress/sql
+	ln -sfn ../../expected build/regress/expected
+
+.PHONY: test
+test:
+	scripts/test.sh
