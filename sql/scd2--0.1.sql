@@ -203,7 +203,7 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END LOOP;
-    FOREACH v_col IN ARRAY pg_catalog.coalesce(tracked, '{}') || pg_catalog.coalesce(type1, '{}') LOOP
+    FOREACH v_col IN ARRAY COALESCE(tracked, '{}') || COALESCE(type1, '{}') LOOP
         PERFORM scd2._column_type(dimension, v_col, 'tracked/type1');
         IF v_col = ANY (business_key) OR v_col = ANY (v_bookkeeping) THEN
             RAISE EXCEPTION 'column % of % cannot be tracked or Type 1', pg_catalog.quote_ident(v_col), dimension
@@ -246,7 +246,7 @@ BEGIN
                                   v_idxname, dimension, v_keylist, valid_from_column, v_include);
     END IF;
 
-    PERFORM scd2._registry_store(dimension, business_key, tracked, pg_catalog.coalesce(type1, '{}'),
+    PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  current_valid_to);
@@ -291,7 +291,8 @@ COMMENT ON FUNCTION scd2.unregister(regclass) IS
 ------------------------------------------------------------------------------
 -- create_dimension: a dimension table shaped after a staging table.
 ------------------------------------------------------------------------------
-CREATE FUNCTION scd2.create_dimension(
+CREATE FUNCTION scd2._create_dimension(
+        default_schema       name,
         dimension            text,
         "like"               regclass,
         business_key         name[],
@@ -325,7 +326,17 @@ BEGIN
         RAISE EXCEPTION 'invalid dimension name "%"', dimension
             USING ERRCODE = 'invalid_name', HINT = 'Give a table name, optionally schema-qualified.';
     END IF;
-    v_target := (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(p), '.') FROM pg_catalog.unnest(v_parts) p);
+    -- An unqualified name goes to the caller's current schema (the
+    -- function itself runs with a pinned search_path).
+    IF pg_catalog.cardinality(v_parts) = 1 THEN
+        IF default_schema IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create in'
+                USING ERRCODE = 'invalid_schema_name',
+                      HINT = 'Schema-qualify the dimension name, or set search_path.';
+        END IF;
+        v_parts := ARRAY[default_schema::text] || v_parts;
+    END IF;
+    v_target := pg_catalog.format('%I.%I', v_parts[1], v_parts[2]);
 
     SELECT k INTO v_missing FROM pg_catalog.unnest(business_key) k
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
@@ -377,6 +388,25 @@ BEGIN
     RETURN v_dim;
 END
 $create$;
+
+CREATE FUNCTION scd2.create_dimension(
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null')
+RETURNS regclass
+LANGUAGE sql
+AS $$ SELECT scd2._create_dimension(pg_catalog.current_schema(), $1, $2, $3, $4, $5, $6, $7,
+                                    $8, $9, $10, $11, $12, $13) $$;
 COMMENT ON FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text) IS
     'creates a dimension table shaped after a staging table (identity surrogate key, validity columns) and registers it';
 

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): scd2.asof against the two SQL ways of finding the
+# version of a key valid at an instant.
+#
+#   PGHOST=... PGPORT=... PGUSER=... [PGDATABASE=...] bench/asof/run.sh
+#
+# Needs a running server where the scd2 extension is installed and created in
+# PGDATABASE (default: postgres).  Builds schema scd2_bench: a dimension of
+# KEYS business keys with VERSIONS versions each (registered with
+# scd2.register, so it has the as-of index), and two fact sets: INCR facts
+# (incremental load) and BULK facts (bulk load), with random keys and instants
+# (about 5% before the key's first version, so the lookup finds nothing).
+# Then it times, alternating the approaches, ROUNDS rounds of
+#
+#   asof     SELECT count(scd2.asof('scd2_bench.dim', f.ts, f.key)) FROM facts f
+#   range    SELECT count(d.sk) FROM facts f LEFT JOIN dim d
+#              ON d.id = f.key AND f.ts >= d.valid_from
+#             AND (d.valid_to IS NULL OR f.ts < d.valid_to)
+#   lateral  SELECT count(x.sk) FROM facts f LEFT JOIN LATERAL (
+#              SELECT sk, valid_to FROM dim WHERE id = f.key AND valid_from <= f.ts
+#              ORDER BY valid_from DESC LIMIT 1) x
+#              ON x.valid_to IS NULL OR f.ts < x.valid_to
+#
+# (the planner chooses the plans, with default settings), checks that all
+# three return the same count and sum of surrogate keys, and prints the
+# median time of each and the ratios.  KEEP=1 keeps the schema afterwards;
+# SKIP_SETUP=1 reuses it.
+set -euo pipefail
+
+KEYS=${KEYS:-1000000}
+VERSIONS=${VERSIONS:-3}
+INCR=${INCR:-10000}
+BULK=${BULK:-1000000}
+ROUNDS=${ROUNDS:-3}
+export PGDATABASE=${PGDATABASE:-postgres}
+
+PSQL=(psql -X -q -v ON_ERROR_STOP=1 -At)
+
+if [ "${SKIP_SETUP:-0}" != 1 ]; then
+  echo "setup: $KEYS keys x $VERSIONS versions, $INCR + $BULK facts ..." >&2
+  "${PSQL[@]}" <<SQL
+SET client_min_messages = warning;
+DROP SCHEMA IF EXISTS scd2_bench CASCADE;
+CREATE SCHEMA scd2_bench;
+CREATE TABLE scd2_bench.dim (
+    sk         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id         int NOT NULL,
+    name       text,
+    valid_from timestamptz NOT NULL,
+    valid_to   timestamptz,
+    is_current boolean NOT NULL DEFAULT true);
+-- Version v of key k starts at 2020-01-01 + (v-1) years + a per-key offset
+-- of up to 200 days; each version ends where the next starts, the last is
+-- current.  Inserted in load order (all keys' first versions, then the
+-- second ...), as successive loads would.
+INSERT INTO scd2_bench.dim (id, name, valid_from, valid_to, is_current)
+SELECT k, 'name ' || k || '/' || v,
+       timestamptz '2020-01-01 00:00+00' + (v - 1) * interval '1 year' + (hashint4(k) & 255) % 200 * interval '1 day',
+       CASE WHEN v < $VERSIONS THEN
+           timestamptz '2020-01-01 00:00+00' + v * interval '1 year' + (hashint4(k) & 255) % 200 * interval '1 day' END,
+       v = $VERSIONS
+  FROM generate_series(1, $VERSIONS) v, generate_series(1, $KEYS) k;
+SELECT scd2.register('scd2_bench.dim', ARRAY['id']);
+VACUUM ANALYZE scd2_bench.dim;
+
+CREATE FUNCTION scd2_bench.facts(n int) RETURNS TABLE (key int, ts timestamptz)
+LANGUAGE sql AS \$\$
+    SELECT 1 + (random() * ($KEYS - 1))::int,
+           timestamptz '2020-01-01 00:00+00' + random() * ($VERSIONS * interval '1 year')
+      FROM generate_series(1, n)
+\$\$;
+SELECT setseed(0.42);
+CREATE TABLE scd2_bench.facts_incr AS SELECT * FROM scd2_bench.facts($INCR);
+CREATE TABLE scd2_bench.facts_bulk AS SELECT * FROM scd2_bench.facts($BULK);
+VACUUM ANALYZE scd2_bench.facts_incr, scd2_bench.facts_bulk;
+
+-- Wall time of one statement, in milliseconds, and its result.
+CREATE FUNCTION scd2_bench.timed(q text, OUT ms numeric, OUT result text)
+LANGUAGE plpgsql AS \$\$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    EXECUTE q INTO result;
+    ms := round(extract(epoch FROM clock_timestamp() - t0)::numeric * 1000, 1);
+END
+\$\$;
+SQL
+fi
+
+query() {  # approach facts-table
+  local f="scd2_bench.$2"
+  case $1 in
+    asof)    echo "SELECT count(s) || ' ' || coalesce(sum(s), 0) FROM (SELECT scd2.asof('scd2_bench.dim', f.ts, f.key) AS s FROM $f f) q" ;;
+    range)   echo "SELECT count(d.sk) || ' ' || coalesce(sum(d.sk), 0) FROM $f f LEFT JOIN scd2_bench.dim d ON d.id = f.key AND f.ts >= d.valid_from AND (d.valid_to IS NULL OR f.ts < d.valid_to)" ;;
+    lateral) echo "SELECT count(x.sk) || ' ' || coalesce(sum(x.sk), 0) FROM $f f LEFT JOIN LATERAL (SELECT d.sk, d.valid_to FROM scd2_bench.dim d WHERE d.id = f.key AND d.valid_from <= f.ts ORDER BY d.valid_from DESC LIMIT 1) x ON x.valid_to IS NULL OR f.ts < x.valid_to" ;;
+  esac
+}
+
+APPROACHES=(asof range lateral)
+LOADS=(facts_incr facts_bulk)
+
+for load in "${LOADS[@]}"; do   # plans, once, for the record
+  for a in "${APPROACHES[@]}"; do
+    echo "--- plan: $a / $load" >&2
+    "${PSQL[@]}" -c "EXPLAIN (COSTS OFF) $(query $a $load)" | sed 's/^/    /' >&2
+  done
+done
+
+# All timings in ONE session: a new backend pays a page fault for every
+# shared buffer it touches first (5-15 us each), which would dominate the
+# small load.  One untimed warm-up run of each statement, then ROUNDS rounds,
+# the order of the approaches rotated each round.
+script=("SET client_min_messages = warning;")
+script+=("CREATE TEMP TABLE t (load text, approach text, round int, ms numeric, result text);")
+for load in "${LOADS[@]}"; do
+  for a in "${APPROACHES[@]}"; do
+    script+=("SELECT * FROM scd2_bench.timed(\$q\$$(query $a $load)\$q\$);")
+  done
+  for r in $(seq 1 "$ROUNDS"); do
+    for i in 0 1 2; do
+      a=${APPROACHES[$(( (i + r) % 3 ))]}
+      script+=("INSERT INTO t SELECT '$load', '$a', $r, * FROM scd2_bench.timed(\$q\$$(query $a $load)\$q\$);")
+    done
+  done
+done
+script+=('\o' "SELECT load, approach, round, ms, result FROM t ORDER BY load, round;")
+
+declare -A times results
+while IFS='|' read -r load a r ms res; do
+  echo "round $r $load $a: $ms ms ($res)" >&2
+  times[$load/$a]="${times[$load/$a]:-} $ms"
+  if [ -n "${results[$load]:-}" ] && [ "${results[$load]}" != "$res" ]; then
+    echo "MISMATCH on $load: $a returned '$res', expected '${results[$load]}'" >&2; exit 1
+  fi
+  results[$load]=$res
+done < <(printf '%s\n' "${script[@]}" | "${PSQL[@]}" -o /dev/null)
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo
+echo "scd2.asof benchmark: $KEYS keys x $VERSIONS versions; medians of $ROUNDS rounds (ms)"
+printf '%-12s %10s %10s %10s %14s %16s\n' load asof range lateral range/asof lateral/asof
+for load in "${LOADS[@]}"; do
+  ma=$(echo "${times[$load/asof]}" | median)
+  mr=$(echo "${times[$load/range]}" | median)
+  ml=$(echo "${times[$load/lateral]}" | median)
+  n=$([ $load = facts_incr ] && echo "$INCR" || echo "$BULK")
+  printf '%-12s %10s %10s %10s %13sx %15sx\n' "$n facts" "$ma" "$mr" "$ml" \
+    "$(echo "scale=1; $mr / $ma" | bc)" "$(echo "scale=1; $ml / $ma" | bc)"
+  echo "  matches: ${results[$load]} (count, sum of surrogate keys)"
+done
+
+if [ "${KEEP:-0}" != 1 ]; then
+  "${PSQL[@]}" -c "SET client_min_messages = warning; DROP SCHEMA scd2_bench CASCADE"
+fi

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# bench/run.sh -- side-by-side benchmark of one SCD2 load (issue 5):
+#   scd2   CALL scd2.apply('stg', 'dim', effective_at => ...)
+#   seeds  the seeds' staged-union MERGE (row_hash, NULL merge key)
+#   dbt    the SQL a dbt snapshot (check strategy, check_cols='all') runs
+#   floor  the unavoidable reads and writes alone, classification precomputed
+#
+# Connection: the usual libpq environment (PGHOST, PGPORT, PGUSER,
+# PGDATABASE). The server needs scd2 installed unless SKIP_SCD2=1.
+#
+# Parameters (environment):
+#   KEYS=1000000 BATCH=200000 CHANGED=0.10 NEW=0.05 DELETED=0 VERSIONS=1
+#   ROUNDS=3            timed rounds; the approaches alternate order each round
+#   SKIP_SCD2=0         1: leave approach 1 out (extension not installed)
+#   APPROACHES="scd2 seeds dbt floor"
+#   GEN=1               0: reuse the data of the previous run if its
+#                       parameters match (bench_params)
+#   VERIFY=1            0: skip the verification pass
+#   CHECKPOINT=0        1: CHECKPOINT after every run too, so every load pays
+#                       the full-page images of its first touch of each page
+#                       (0: after the warm-up no checkpoint happens during
+#                       the run, the loads write no full-page images)
+#   EXPLAIN=0           1: also log every statement's plan with auto_explain
+#                       (ANALYZE, BUFFERS, nested statements) to
+#                       $OUT/explain-<approach>.txt (untimed, rolled back)
+#   OUT=bench/out/<tag> where the CSV, summary and plans go
+#   SCALING_CSV=        if set, one line per approach is appended to it
+#
+# Every load runs in its own transaction that is rolled back:
+#   BEGIN; t0 := clock_timestamp(); <approach>; t := clock_timestamp() - t0; ROLLBACK;
+# and the table it wrote is VACUUM (ANALYZE)d (and with CHECKPOINT=1 a
+# checkpoint taken) after
+# each run (outside the timing), so every run starts from the same state.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+KEYS=${KEYS:-1000000}
+BATCH=${BATCH:-200000}
+CHANGED=${CHANGED:-0.10}
+NEW=${NEW:-0.05}
+DELETED=${DELETED:-0}
+VERSIONS=${VERSIONS:-1}
+ROUNDS=${ROUNDS:-3}
+SKIP_SCD2=${SKIP_SCD2:-0}
+GEN=${GEN:-1}
+VERIFY=${VERIFY:-1}
+EXPLAIN=${EXPLAIN:-0}
+CHECKPOINT=${CHECKPOINT:-0}
+EFF='2026-11-30 12:00:00+00'       # the load's effective_at
+EFF_TS='2026-11-30 12:00:00'       # the same instant as dbt's timestamp without time zone (UTC)
+TAG=${TAG:-k${KEYS}_b${BATCH}_v${VERSIONS}_c${CHANGED}_n${NEW}_d${DELETED}}
+OUT=${OUT:-$HERE/out/$TAG}
+mkdir -p "$OUT"
+
+if [ -z "${APPROACHES:-}" ]; then
+    APPROACHES="scd2 seeds dbt floor"
+fi
+if [ "$SKIP_SCD2" = 1 ]; then
+    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx scd2 | tr '\n' ' ')
+fi
+HAS_DELETED=$(awk -v d="$DELETED" 'BEGIN { print (d > 0) ? "true" : "false" }')
+if [ "$HAS_DELETED" = true ]; then
+    # A dbt check snapshot has no incremental delete marker (hard deletes
+    # mean "missing from a full snapshot"), so it is left out.
+    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx dbt | tr '\n' ' ')
+fi
+read -r -a APPS <<<"$APPROACHES"
+
+PSQL=(psql -X -q -At -v ON_ERROR_STOP=1 -v "eff=$EFF" -v "eff_ts=$EFF_TS" -v "has_deleted=$HAS_DELETED")
+export TZ=UTC PGTZ=UTC
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# --- setup --------------------------------------------------------------------
+USE_SCD2=0
+if [ "$SKIP_SCD2" != 1 ]; then
+    "${PSQL[@]}" -c 'CREATE EXTENSION IF NOT EXISTS scd2' >/dev/null
+    USE_SCD2=1
+elif [ "$("${PSQL[@]}" -c "SELECT count(*) FROM pg_extension WHERE extname = 'scd2'")" = 1 ]; then
+    USE_SCD2=1
+fi
+
+want="$KEYS|$VERSIONS|$BATCH"
+have=$("${PSQL[@]}" -c "SELECT keys || '|' || versions || '|' || batch FROM bench_params" 2>/dev/null || true)
+if [ "$GEN" = 1 ] || [ "$have" != "$want" ]; then
+    log "generating: keys=$KEYS versions=$VERSIONS batch=$BATCH changed=$CHANGED new=$NEW deleted=$DELETED"
+    t=$(date +%s)
+    "${PSQL[@]}" -v keys="$KEYS" -v versions="$VERSIONS" -v batch="$BATCH" \
+        -v changed="$CHANGED" -v new="$NEW" -v deleted="$DELETED" -v use_scd2="$USE_SCD2" \
+        -f "$HERE/gen.sql" >/dev/null
+    log "generated in $(( $(date +%s) - t )) s"
+fi
+COMPOSITION=$("${PSQL[@]}" -F' ' -c "SELECT 'keys='||keys||' versions='||versions||' batch='||batch||' unchanged='||unchanged||' changed='||changed||' new='||new||' deleted='||deleted FROM bench_params")
+log "batch: $COMPOSITION"
+
+table_of() {
+    case $1 in
+        scd2|floor) echo dim ;;
+        seeds) echo dim_seed ;;
+        dbt) echo dim_dbt ;;
+    esac
+}
+
+# One load in a rolled-back transaction; prints the seconds, then (VERIFY)
+# the verification signature.
+run_one() {   # approach verify(0/1) explain(0/1)
+    local app=$1 verify=$2 explain=$3 tbl
+    tbl=$(table_of "$app")
+    {
+        echo "SET client_min_messages = warning;"
+        if [ "$explain" = 1 ]; then
+            echo "LOAD 'auto_explain';"
+            echo "SET auto_explain.log_min_duration = 0;"
+            echo "SET auto_explain.log_analyze = on;"
+            echo "SET auto_explain.log_buffers = on;"
+            echo "SET auto_explain.log_timing = on;"
+            echo "SET auto_explain.log_nested_statements = on;"
+            echo "SET auto_explain.log_verbose = on;"
+            echo "SET client_min_messages = log;"
+        fi
+        echo "BEGIN;"
+        echo "SELECT clock_timestamp() AS t0 \\gset"
+        echo "\\i $HERE/approaches/$app.sql"
+        echo "SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz), 4);"
+        if [ "$verify" = 1 ]; then
+            echo "SET client_min_messages = warning;"
+            if [ "$app" = dbt ]; then
+                echo "\\i $HERE/approaches/verify_dbtshape.sql"
+            else
+                echo "\\set tbl $tbl"
+                echo "\\i $HERE/approaches/verify_scd2shape.sql"
+            fi
+        fi
+        echo "ROLLBACK;"
+    } | "${PSQL[@]}" -f -
+}
+
+reset_table() {   # vacuum what the rolled-back load left behind
+    if [ "$CHECKPOINT" = 1 ]; then
+        "${PSQL[@]}" -c "VACUUM (ANALYZE) $(table_of "$1")" -c "CHECKPOINT" >/dev/null
+    else
+        "${PSQL[@]}" -c "VACUUM (ANALYZE) $(table_of "$1")" >/dev/null
+    fi
+}
+
+# --- verification pass ------------------------------------------------------------
+if [ "$VERIFY" = 1 ]; then
+    log "verification pass"
+    : >"$OUT/verify.txt"
+    for app in "${APPS[@]}"; do
+        res=$(run_one "$app" 1 0 | tail -n 1)
+        printf '%-6s %s\n' "$app" "$res" >>"$OUT/verify.txt"
+        reset_table "$app"
+    done
+    cat "$OUT/verify.txt" >&2
+    nsig=$(cut -c8- "$OUT/verify.txt" | sed 's/ bad_is_current=0//' | sort -u | wc -l)
+    bad=$(grep -vc 'bad_is_current=0' "$OUT/verify.txt" || true)
+    if [ "$nsig" != 1 ] || [ "$bad" != 0 ]; then
+        log "VERIFICATION FAILED: the approaches do not produce the same dimension"
+        echo "VERIFICATION FAILED" >>"$OUT/verify.txt"
+        [ "${IGNORE_VERIFY:-0}" = 1 ] || exit 1
+    else
+        log "verification ok: all approaches produce the same current rows and closed rows"
+    fi
+fi
+
+# --- plans ----------------------------------------------------------------------------
+if [ "$EXPLAIN" = 1 ]; then
+    for app in "${APPS[@]}"; do
+        log "explain $app"
+        run_one "$app" 0 1 >"$OUT/explain-$app.txt" 2>&1 || true
+        reset_table "$app"
+    done
+fi
+
+# --- timed rounds ------------------------------------------------------------------
+# Warm-up: one untimed run of each approach so every table starts cached.
+log "warm-up"
+"${PSQL[@]}" -c CHECKPOINT >/dev/null
+for app in "${APPS[@]}"; do run_one "$app" 0 0 >/dev/null; reset_table "$app"; done
+
+echo "round,approach,seconds" >"$OUT/times.csv"
+n=${#APPS[@]}
+for ((r = 1; r <= ROUNDS; r++)); do
+    order=()
+    for ((i = 0; i < n; i++)); do order+=("${APPS[$(( (i + r - 1) % n ))]}"); done
+    for app in "${order[@]}"; do
+        s=$(run_one "$app" 0 0 | tail -n 1)
+        echo "$r,$app,$s" >>"$OUT/times.csv"
+        log "round $r  $(printf '%-6s' "$app") $s s"
+        reset_table "$app"
+    done
+done
+
+# --- summary ---------------------------------------------------------------------
+median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
+           awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+ref=scd2
+if [ "$SKIP_SCD2" = 1 ] || ! printf '%s\n' "${APPS[@]}" | grep -qx scd2; then ref=floor; fi
+refm=$(median "$ref")
+{
+    echo "# $COMPOSITION rounds=$ROUNDS checkpoint_each_run=$CHECKPOINT ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
+    printf '%-8s %10s %12s %s\n' approach median_s "x_$ref" all_rounds_s
+    for app in "${APPS[@]}"; do
+        m=$(median "$app")
+        all=$(grep ",$app," "$OUT/times.csv" | cut -d, -f3 | paste -sd' ')
+        printf '%-8s %10s %12s %s\n' "$app" "$m" "$(awk -v a="$m" -v b="$refm" 'BEGIN { printf "%.2f", a / b }')" "$all"
+    done
+} | tee "$OUT/summary.txt"
+
+if [ -n "${SCALING_CSV:-}" ]; then
+    [ -s "$SCALING_CSV" ] || echo "keys,versions,batch,unchanged,changed,new,deleted,approach,median_s,ratio_to_$ref" >"$SCALING_CSV"
+    comp=$("${PSQL[@]}" -c "SELECT keys||','||versions||','||batch||','||unchanged||','||changed||','||new||','||deleted FROM bench_params")
+    for app in "${APPS[@]}"; do
+        m=$(median "$app")
+        echo "$comp,$app,$m,$(awk -v a="$m" -v b="$refm" 'BEGIN { printf "%.3f", a / b }')" >>"$SCALING_CSV"
+    done
+fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# bench/scaling.sh -- scaling runs of the side-by-side benchmark:
+#   batch 20k / 200k / 2M against KEYS (1M) keys with 1 version per key, and
+#   history depth 1 vs 10 versions per key at a 200k batch.
+# Writes bench/out/scaling/scaling.csv and bench/out/scaling/scaling.png
+# (gnuplot; installed with apt-get when missing and running as root).
+# Same environment as run.sh (PGHOST, PGPORT, PGUSER, SKIP_SCD2, ROUNDS,
+# CHANGED, NEW, DELETED, CHECKPOINT); BATCHES and DEPTHS override the sets.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+KEYS=${KEYS:-1000000}
+BATCHES=${BATCHES:-"20000 200000 2000000"}
+DEPTHS=${DEPTHS:-"1 10"}
+DEPTH_BATCH=${DEPTH_BATCH:-200000}
+SDIR=${SDIR:-$HERE/out/scaling}
+mkdir -p "$SDIR"
+CSV=$SDIR/scaling.csv
+[ "${APPEND:-0}" = 1 ] || rm -f "$CSV"
+
+for b in $BATCHES; do
+    KEYS=$KEYS BATCH=$b VERSIONS=1 SCALING_CSV=$CSV "$HERE/run.sh"
+done
+for v in $DEPTHS; do
+    [ "$v" = 1 ] && [[ " $BATCHES " == *" $DEPTH_BATCH "* ]] && continue   # already measured
+    KEYS=$KEYS BATCH=$DEPTH_BATCH VERSIONS=$v SCALING_CSV=$CSV "$HERE/run.sh"
+done
+
+"$HERE/plot.sh" "$CSV" "$SDIR/scaling.png"
+echo "wrote $CSV and $SDIR/scaling.png"

@@ -1,0 +1,132 @@
+/*
+ * apply.c -- CALL scd2.apply(staging, dimension, effective_at, run_id):
+ * one load for psql, dbt hooks and pg_cron.
+ *
+ * Inside a transaction block (dbt runs post-hooks inside the model's
+ * transaction) the procedure is atomic: the load and its audit row commit
+ * or roll back with the caller.  Called at top level (psql, pg_cron) it is
+ * non-atomic: the load runs in a subtransaction, and if it fails the error
+ * is recorded in the audit log and committed before the error is raised
+ * again, so a failed scheduled run leaves a trace.
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "nodes/parsenodes.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(scd2_apply);
+
+/* The INOUT run_id of the procedure, as the one-column result row. */
+static Datum
+run_id_result(int64 run_id)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(1);
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	bool		nulls[1] = {false};
+
+	TupleDescInitEntry(desc, 1, "run_id", INT8OID, -1, 0);
+	desc = BlessTupleDesc(desc);
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+/* The load and its success row. */
+static int64
+load_and_log(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz started_at)
+{
+	int64		run_id;
+
+	scd2_run_load(req, res);
+	run_id = scd2_audit_write(res->dim_name, res->stg_name, "success", req->effective_at,
+							  started_at, &res->metrics, NULL);
+	return run_id;
+}
+
+/*
+ * Top level: run the load in a subtransaction; on failure, commit an
+ * error row, then raise the error again.
+ */
+static int64
+load_nonatomic(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz started_at)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	char	   *dim_name = scd2_relation_display_name(req->dim_oid);
+	char	   *stg_name = scd2_relation_display_name(req->stg_oid);
+	int64		run_id = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		run_id = load_and_log(req, res, started_at);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		Scd2Metrics none;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+
+		memset(&none, 0, sizeof(none));
+		(void) scd2_audit_write(dim_name, stg_name, "error", req->effective_at, started_at,
+								&none, edata->message);
+		SPI_commit();
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return run_id;
+}
+
+Datum
+scd2_apply(PG_FUNCTION_ARGS)
+{
+	bool		nonatomic = fcinfo->context && IsA(fcinfo->context, CallContext) &&
+		!castNode(CallContext, fcinfo->context)->atomic;
+	Scd2LoadRequest req;
+	Scd2LoadResult res;
+	TimestampTz started_at = GetCurrentTimestamp();
+	int64		run_id;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("staging table and dimension must not be NULL")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("effective_at must not be NULL"),
+				 errhint("Leave it out to load at now(), or pass the instant the changes take effect.")));
+
+	memset(&req, 0, sizeof(req));
+	memset(&res, 0, sizeof(res));
+	req.stg_oid = PG_GETARG_OID(0);
+	req.dim_oid = PG_GETARG_OID(1);
+	req.effective_at = PG_GETARG_TIMESTAMPTZ(2);
+
+	if (SPI_connect_ext(nonatomic ? SPI_OPT_NONATOMIC : 0) != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (nonatomic)
+		run_id = load_nonatomic(&req, &res, started_at);
+	else
+		run_id = load_and_log(&req, &res, started_at);
+	scd2_notice_metrics(res.dim_name, &res.metrics, false);
+	SPI_finish();
+
+	return run_id_result(run_id);
+}

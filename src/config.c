@@ -1,0 +1,448 @@
+/*
+ * config.c -- a registered dimension, resolved against a staging table.
+ *
+ * Reads the registry row of the dimension, finds every column it names in
+ * the dimension and in the staging table, checks types, and derives the
+ * tracked / Type 1 / other column lists.  Every problem a user can cause is
+ * reported here, before anything is written, with the column at fault.
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "parser/parse_coerce.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+/* The registry row, as text. */
+typedef struct Registration
+{
+	List	   *business_key;
+	List	   *tracked;		/* NIL with tracked_all */
+	bool		tracked_all;
+	List	   *type1;
+	char	   *effective_column;
+	char	   *delete_column;
+	char	   *mode;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *is_current;
+	char	   *surrogate_key;
+	char	   *current_valid_to;
+} Registration;
+
+/* "schema"."table", quoted as needed. */
+static char *
+qualified_name(Oid relid)
+{
+	char	   *rel = get_rel_name(relid);
+	char	   *nsp;
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	nsp = get_namespace_name(get_rel_namespace(relid));
+	return quote_qualified_identifier(nsp, rel);
+}
+
+/*
+ * The name in messages and the audit log: always schema-qualified, so a
+ * row of the log names one table whatever the reader's search_path.
+ */
+char *
+scd2_relation_display_name(Oid relid)
+{
+	return qualified_name(relid);
+}
+
+static List *
+text_array_to_list(Datum arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *out = NIL;
+
+	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
+					  TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			out = lappend(out, TextDatumGetCString(elems[i]));
+	return out;
+}
+
+static char *
+spi_text_or_null(HeapTuple tup, TupleDesc desc, int col)
+{
+	return SPI_getvalue(tup, desc, col);
+}
+
+/* Read the registry row of a dimension, or report it is not registered. */
+static Registration *
+read_registration(Oid dim_oid, const char *dim_name)
+{
+	Registration *reg = palloc0(sizeof(Registration));
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	rc = SPI_execute_with_args(
+		"SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
+		"       type1::pg_catalog.text[], effective_column, delete_column, mode,"
+		"       valid_from_column, valid_to_column, is_current_column,"
+		"       surrogate_key_column, current_valid_to"
+		"  FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+		1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the registry failed: %s",
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table %s is not a registered scd2 dimension", dim_name),
+				 errhint("Register it first, e.g. SELECT scd2.register('%s', ARRAY['business_key_column']).",
+						 dim_name)));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	reg->business_key = text_array_to_list(SPI_getbinval(tup, desc, 1, &isnull));
+	d = SPI_getbinval(tup, desc, 2, &isnull);
+	reg->tracked_all = isnull;
+	if (!isnull)
+		reg->tracked = text_array_to_list(d);
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	if (!isnull)
+		reg->type1 = text_array_to_list(d);
+	reg->effective_column = spi_text_or_null(tup, desc, 4);
+	reg->delete_column = spi_text_or_null(tup, desc, 5);
+	reg->mode = spi_text_or_null(tup, desc, 6);
+	reg->valid_from = spi_text_or_null(tup, desc, 7);
+	reg->valid_to = spi_text_or_null(tup, desc, 8);
+	reg->is_current = spi_text_or_null(tup, desc, 9);
+	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
+	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
+	return reg;
+}
+
+static Form_pg_attribute
+find_attribute(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att;
+	}
+	return NULL;
+}
+
+static bool
+name_in_list(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/* OPERATOR(schema.=) for an operator OID. */
+static char *
+operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *out;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	out = psprintf("OPERATOR(%s.%s)",
+				   quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* " COLLATE schema.name" when a column's collation is not its type's. */
+static char *
+collate_sql(Oid collid, Oid typid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *out;
+
+	if (!OidIsValid(collid) || collid == get_typcollation(typid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	out = psprintf(" COLLATE %s",
+				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+											  NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* Describe a dimension column for SQL generation. */
+static void
+describe_column(Scd2Column *col, Form_pg_attribute att)
+{
+	TypeCacheEntry *tc;
+
+	col->name = pstrdup(NameStr(att->attname));
+	col->ident = pstrdup(quote_identifier(col->name));
+	col->typid = att->atttypid;
+	col->typmod = att->atttypmod;
+	col->collid = att->attcollation;
+	col->type_sql = format_type_extended(att->atttypid, att->atttypmod,
+										 FORMAT_TYPE_TYPEMOD_GIVEN |
+										 FORMAT_TYPE_FORCE_QUALIFY);
+	col->collate_sql = collate_sql(att->attcollation, att->atttypid);
+	tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR);
+	col->eqop = tc->eq_opr;
+	col->eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+	col->sortable = OidIsValid(tc->lt_opr);
+}
+
+/* A column registered for the dimension must still be in it. */
+static Form_pg_attribute
+require_dimension_column(TupleDesc desc, const char *name, const char *role,
+						 const char *dim_name)
+{
+	Form_pg_attribute att = find_attribute(desc, name);
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("dimension %s has no column \"%s\"", dim_name, name),
+				 errdetail("Column \"%s\" is registered as %s.", name, role),
+				 errhint("Register the dimension again with scd2.register() after changing its columns.")));
+	return att;
+}
+
+/*
+ * A column the load reads from staging: it must exist there with a type
+ * that can be assigned to the dimension column's type.
+ */
+static void
+require_staging_column(TupleDesc stg, const Scd2Column *col, const char *role,
+					   const Scd2Config *cfg)
+{
+	Form_pg_attribute att = find_attribute(stg, col->name);
+	Oid			srctype;
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, col->name),
+				 errdetail("Column \"%s\" is %s of dimension %s.", col->name, role, cfg->dim_name),
+				 errhint("Add the column to the staging table, or register the dimension again without it.")));
+	srctype = att->atttypid;
+	if (srctype != col->typid &&
+		!can_coerce_type(1, &srctype, (Oid *) &col->typid, COERCION_ASSIGNMENT))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has incompatible types in staging table %s and dimension %s",
+						col->name, cfg->stg_name, cfg->dim_name),
+				 errdetail("The staging column has type %s; the dimension column has type %s.",
+						   format_type_be(srctype), format_type_be(col->typid)),
+				 errhint("Cast the column in the staging table (or a view over it) to %s.",
+						 format_type_be(col->typid))));
+}
+
+static Scd2Column *
+describe_list(List *names, TupleDesc dim, const char *role, const char *dim_name,
+			  int *n)
+{
+	Scd2Column *cols = palloc0(sizeof(Scd2Column) * Max(list_length(names), 1));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, names)
+		describe_column(&cols[i++],
+						require_dimension_column(dim, (char *) lfirst(lc), role, dim_name));
+	*n = i;
+	return cols;
+}
+
+/*
+ * Resolve a registered dimension against a staging table for one load.
+ * The caller holds a lock on the dimension.
+ */
+Scd2Config *
+scd2_load_config(Oid dim_oid, Oid stg_oid)
+{
+	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
+	Registration *reg;
+	Relation	dimrel;
+	Relation	stgrel;
+	TupleDesc	dim;
+	TupleDesc	stg;
+	List	   *excluded;
+	List	   *tracked;
+	List	   *other = NIL;
+
+	cfg->dim_oid = dim_oid;
+	cfg->stg_oid = stg_oid;
+	cfg->dim_name = scd2_relation_display_name(dim_oid);
+	cfg->stg_name = scd2_relation_display_name(stg_oid);
+	cfg->dim_sql = qualified_name(dim_oid);
+	cfg->stg_sql = qualified_name(stg_oid);
+
+	reg = read_registration(dim_oid, cfg->dim_name);
+
+	if (stg_oid == dim_oid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("staging table cannot be the dimension itself"),
+				 errdetail("Both arguments name %s.", cfg->dim_name),
+				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
+
+	dimrel = table_open(dim_oid, AccessShareLock);
+	stgrel = table_open(stg_oid, AccessShareLock);
+	dim = RelationGetDescr(dimrel);
+	stg = RelationGetDescr(stgrel);
+
+	/* Bookkeeping columns. */
+	describe_column(&cfg->vf, require_dimension_column(dim, reg->valid_from, "valid_from_column", cfg->dim_name));
+	describe_column(&cfg->vt, require_dimension_column(dim, reg->valid_to, "valid_to_column", cfg->dim_name));
+	excluded = list_make2(reg->valid_from, reg->valid_to);
+	if (reg->is_current)
+	{
+		require_dimension_column(dim, reg->is_current, "is_current_column", cfg->dim_name);
+		cfg->is_current = pstrdup(quote_identifier(reg->is_current));
+		excluded = lappend(excluded, reg->is_current);
+	}
+	if (reg->surrogate_key)
+	{
+		require_dimension_column(dim, reg->surrogate_key, "surrogate_key_column", cfg->dim_name);
+		cfg->sk = pstrdup(quote_identifier(reg->surrogate_key));
+		excluded = lappend(excluded, reg->surrogate_key);
+	}
+	cfg->infinity = strcmp(reg->current_valid_to, "infinity") == 0;
+	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
+
+	/* Business key: must be comparable with = and indexable. */
+	cfg->keys = describe_list(reg->business_key, dim, "a business key column", cfg->dim_name, &cfg->nkeys);
+	for (int i = 0; i < cfg->nkeys; i++)
+	{
+		if (cfg->keys[i].eqop_sql == NULL || !cfg->keys[i].sortable)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("business key column \"%s\" of %s has type %s, which has no btree operator class",
+							cfg->keys[i].name, cfg->dim_name, format_type_be(cfg->keys[i].typid)),
+					 errhint("Use a business key of a type that can be indexed with btree.")));
+		require_staging_column(stg, &cfg->keys[i], "a business key column", cfg);
+	}
+	excluded = list_concat(excluded, reg->business_key);
+
+	/* Load metadata in staging. */
+	if (reg->effective_column)
+	{
+		Form_pg_attribute att = find_attribute(stg, reg->effective_column);
+		Oid			srctype;
+
+		if (att == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->effective_column),
+					 errdetail("Column \"%s\" is the registered effective_column of dimension %s.",
+							   reg->effective_column, cfg->dim_name),
+					 errhint("Add the column to the staging table, or register the dimension again with another effective_column.")));
+		srctype = att->atttypid;
+		if (srctype != cfg->vf.typid &&
+			!can_coerce_type(1, &srctype, &cfg->vf.typid, COERCION_ASSIGNMENT))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("effective column \"%s\" of staging table %s has type %s, which cannot be assigned to %s",
+							reg->effective_column, cfg->stg_name, format_type_be(srctype),
+							format_type_be(cfg->vf.typid)),
+					 errhint("Give the effective column the type of the dimension's valid_from column.")));
+		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
+	}
+	if (reg->delete_column)
+	{
+		Form_pg_attribute att = find_attribute(stg, reg->delete_column);
+
+		if (att == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->delete_column),
+					 errdetail("Column \"%s\" is the registered delete_column of dimension %s.",
+							   reg->delete_column, cfg->dim_name),
+					 errhint("Add a boolean column to the staging table, or register the dimension again without delete_column.")));
+		if (att->atttypid != BOOLOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("delete column \"%s\" of staging table %s has type %s, not boolean",
+							reg->delete_column, cfg->stg_name, format_type_be(att->atttypid)),
+					 errhint("Make the delete marker a boolean column: true deletes the key.")));
+		cfg->del_col = pstrdup(quote_identifier(reg->delete_column));
+	}
+
+	/* Type 1 columns. */
+	cfg->type1 = describe_list(reg->type1, dim, "a Type 1 column", cfg->dim_name, &cfg->ntype1);
+	for (int i = 0; i < cfg->ntype1; i++)
+		require_staging_column(stg, &cfg->type1[i], "a Type 1 column", cfg);
+	excluded = list_concat(excluded, reg->type1);
+	if (reg->effective_column)
+		excluded = lappend(excluded, reg->effective_column);
+	if (reg->delete_column)
+		excluded = lappend(excluded, reg->delete_column);
+
+	/*
+	 * Tracked columns: as registered, or every column the staging table
+	 * shares with the dimension that is not a key, bookkeeping or Type 1
+	 * column.  The remaining shared columns are copied into new versions.
+	 */
+	tracked = reg->tracked_all ? NIL : reg->tracked;
+	for (int i = 0; i < dim->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(dim, i);
+		const char *name = NameStr(att->attname);
+
+		if (att->attisdropped || att->attgenerated ||
+			att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS ||
+			name_in_list(excluded, name) || find_attribute(stg, name) == NULL)
+			continue;
+		if (reg->tracked_all)
+			tracked = lappend(tracked, pstrdup(name));
+		else if (!name_in_list(reg->tracked, name))
+			other = lappend(other, pstrdup(name));
+	}
+	if (tracked == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("staging table %s shares no tracked column with dimension %s",
+						cfg->stg_name, cfg->dim_name),
+				 errdetail("A load needs at least one tracked column to detect changes."),
+				 errhint("Give the staging table the dimension's attribute columns, with the same names.")));
+	cfg->tracked = describe_list(tracked, dim, "a tracked column", cfg->dim_name, &cfg->ntracked);
+	for (int i = 0; i < cfg->ntracked; i++)
+		require_staging_column(stg, &cfg->tracked[i], "a tracked column", cfg);
+	cfg->other = describe_list(other, dim, "a copied column", cfg->dim_name, &cfg->nother);
+	for (int i = 0; i < cfg->nother; i++)
+		require_staging_column(stg, &cfg->other[i], "a copied column", cfg);
+
+	table_close(stgrel, NoLock);
+	table_close(dimrel, NoLock);
+	return cfg;
+}

@@ -1,0 +1,347 @@
+/*
+ * load.c -- one load of a staging table into a registered dimension.
+ *
+ * Order of work:
+ *   1. check privileges, lock the dimension (SHARE ROW EXCLUSIVE: loads of
+ *      one dimension queue up; readers, fact loads and as-of lookups do
+ *      not wait), resolve the configuration;
+ *   2. take one snapshot: every statement of the load sees the same
+ *      committed staging and dimension rows (a concurrent insert into the
+ *      staging table is either wholly in this load or wholly not);
+ *   3. validate the staging rows (NULL keys, NULL effective times);
+ *   4. build the change set: the fast path for keys with one in-order row,
+ *      the general timeline path for the rest (sqlgen.c);
+ *   5. count it, then write it with ONE MERGE whose processed count must
+ *      equal the classified writes;
+ *   6. read the change feed back if the caller wants it.
+ * Any error rolls back everything the load did.
+ *
+ * The caller is connected to SPI.
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+
+#define KEYS_TABLE	"pg_temp.scd2_keys"
+#define CHG_TABLE	"pg_temp.scd2_changes"
+#define PTS_TABLE	"pg_temp.scd2_points"
+#define WIN_TABLE	"pg_temp.scd2_window"
+
+/* State of one load while it runs. */
+typedef struct LoadState
+{
+	const Scd2Config *cfg;
+	Snapshot	snap;
+	Datum		effective_at;
+	double		dim_rows;		/* planner's estimate of the dimension */
+} LoadState;
+
+/* Run a statement of the load: $1 = effective_at, the load's snapshot. */
+static void
+load_exec(LoadState *st, const char *sql, int expected, const char *what)
+{
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {st->effective_at};
+
+	scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+}
+
+/*
+ * Run a statement with nested-loop index probes forced when the driving
+ * side is small next to the dimension.  Measured on PostgreSQL 15: with a
+ * 48k-row change set against a 1M-row dimension the planner still picks
+ * hash joins that read and hash the whole dimension (about 2x slower than
+ * probing the indexes).  The settings last for this statement only.
+ */
+static void
+load_exec_probing(LoadState *st, double driving_rows, const char *sql,
+				  int expected, const char *what)
+{
+	int			nest = NewGUCNestLevel();
+
+	if (driving_rows * 2 < st->dim_rows)
+	{
+		scd2_set_local("enable_hashjoin", "off");
+		scd2_set_local("enable_mergejoin", "off");
+	}
+	load_exec(st, sql, expected, what);
+	AtEOXact_GUC(true, nest);
+}
+
+/* The planner's idea of how many rows a table has. */
+static double
+estimated_rows(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+	double		rows;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	form = (Form_pg_class) GETSTRUCT(tup);
+	rows = form->reltuples;
+	if (rows < 0)				/* never vacuumed or analyzed */
+		rows = (double) form->relpages * 100.0;
+	ReleaseSysCache(tup);
+	return rows;
+}
+
+static void
+check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run)
+{
+	AclMode		dim_mode = ACL_SELECT | (dry_run ? 0 : (ACL_INSERT | ACL_UPDATE));
+
+	if (pg_class_aclcheck(stg_oid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for staging table %s", scd2_relation_display_name(stg_oid)),
+				 errdetail("A load reads the staging table and needs SELECT on it.")));
+	if (pg_class_aclcheck(dim_oid, GetUserId(), dim_mode) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for dimension %s", scd2_relation_display_name(dim_oid)),
+				 errdetail("A load needs SELECT, INSERT and UPDATE on the dimension (SELECT for a dry run).")));
+}
+
+static void
+check_relkind(Oid relid, bool dimension)
+{
+	char		kind = get_rel_relkind(relid);
+
+	if (kind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (dimension && kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s is not a table", scd2_relation_display_name(relid)),
+				 errhint("A dimension must be a plain or partitioned table.")));
+}
+
+/* Drop the temporary work tables (quietly: some may not exist). */
+static void
+drop_work_tables(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	scd2_set_local("client_min_messages", "warning");
+	scd2_spi_exec("DROP TABLE IF EXISTS " KEYS_TABLE ", " CHG_TABLE ", " PTS_TABLE ", " WIN_TABLE,
+				  SPI_OK_UTILITY, "dropping work tables");
+	AtEOXact_GUC(true, nest);
+}
+
+/* Temporary work tables of a load; a previous load's are dropped first. */
+static void
+create_work_tables(const Scd2Config *cfg)
+{
+	drop_work_tables();
+	scd2_spi_exec(scd2_sql_create_keys(cfg, KEYS_TABLE), SPI_OK_UTILITY, "creating the key table");
+	scd2_spi_exec(scd2_sql_create_changes(cfg, CHG_TABLE), SPI_OK_UTILITY, "creating the change table");
+}
+
+/* Step 3: NULL keys and NULL effective times are refused. */
+static int64
+validate_staging(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+	int64		rows;
+	int64		null_keys;
+	int64		null_eff;
+	char	   *row;
+	char	   *column;
+
+	load_exec(st, scd2_sql_validate(cfg), SPI_OK_SELECT, "validating the staging table");
+	rows = scd2_spi_int8(0, 1);
+	null_keys = scd2_spi_int8(0, 2);
+	null_eff = scd2_spi_int8(0, 3);
+	if (null_keys == 0 && null_eff == 0)
+		return rows;
+
+	load_exec(st, scd2_sql_bad_row(cfg), SPI_OK_SELECT, "finding a bad staging row");
+	row = SPI_processed > 0 ? scd2_spi_text(0, 1) : "?";
+	column = SPI_processed > 0 ? scd2_spi_text(0, 2) : NULL;
+	if (null_keys > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("staging table %s has a NULL business key", cfg->stg_name),
+				 errdetail("Column \"%s\" is NULL in row %s.", column ? column : "?", row),
+				 errhint("Remove or fix the %lld row(s) with a NULL business key column; nothing was loaded.",
+						 (long long) null_keys)));
+	ereport(ERROR,
+			(errcode(ERRCODE_NOT_NULL_VIOLATION),
+			 errmsg("staging table %s has a NULL effective time", cfg->stg_name),
+			 errdetail("The effective column is NULL in row %s.", row),
+			 errhint("Fill in the effective time of the %lld row(s) concerned; nothing was loaded.",
+					 (long long) null_eff)));
+	return rows;				/* not reached */
+}
+
+/* Number of rows in a work table. */
+static int64
+count_rows(LoadState *st, const char *table)
+{
+	load_exec(st, psprintf("SELECT pg_catalog.count(*) FROM %s", table), SPI_OK_SELECT, "counting");
+	return scd2_spi_int8(0, 1);
+}
+
+/*
+ * Step 4b: the general timeline path for complex keys.  Fills the change
+ * table; returns through *distinct, *kept, *ytype1, *complex_rows the
+ * counts the metrics need.
+ */
+static void
+classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
+					  int64 *y_applied, int64 *complex_rows)
+{
+	const Scd2Config *cfg = st->cfg;
+
+	scd2_spi_exec(scd2_sql_create_points(cfg, PTS_TABLE), SPI_OK_UTILITY, "creating the point table");
+	load_exec(st, scd2_sql_points(cfg, PTS_TABLE, KEYS_TABLE), SPI_OK_INSERT, "collecting timeline points");
+
+	load_exec(st, scd2_sql_ambiguous(cfg, PTS_TABLE), SPI_OK_SELECT, "checking for ambiguous rows");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("ambiguous changes for key %s at %s", scd2_spi_text(0, 1), scd2_spi_text(0, 2)),
+				 errdetail("Staging table %s has several rows for this key with the same effective time and different values.",
+						   cfg->stg_name),
+				 errhint("Keep one row per key and effective time, or give the rows different effective times; nothing was loaded.")));
+
+	load_exec(st, scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE), SPI_OK_UTILITY, "ordering timeline points");
+
+	load_exec(st, scd2_sql_conflict(cfg, WIN_TABLE), SPI_OK_SELECT, "checking for conflicts");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("change for key %s at %s conflicts with an existing version", scd2_spi_text(0, 1),
+						scd2_spi_text(0, 2)),
+				 errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values.",
+						   cfg->dim_name),
+				 errhint("Existing versions are never rewritten: give the change a different effective time; nothing was loaded.")));
+
+	load_exec(st, scd2_sql_general_changes(cfg, CHG_TABLE, WIN_TABLE), SPI_OK_INSERT,
+			  "building changes of complex keys");
+	load_exec(st, scd2_sql_general_counts(cfg, WIN_TABLE, KEYS_TABLE), SPI_OK_SELECT,
+			  "counting changes of complex keys");
+	*distinct = scd2_spi_int8(0, 1);
+	*kept = scd2_spi_int8(0, 2);
+	*y_applied = scd2_spi_int8(0, 3);
+	*complex_rows = scd2_spi_int8(0, 4);
+}
+
+/* Step 6: copy the change feed into the caller's tuplestore. */
+static void
+read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc)
+{
+	load_exec(st, scd2_sql_feed(st->cfg, CHG_TABLE, dry_run), SPI_OK_SELECT, "reading the change feed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5];
+
+		for (int c = 0; c < 5; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
+		tuplestore_putvalues(store, desc, values, nulls);
+	}
+}
+
+void
+scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
+{
+	LoadState	st;
+	Scd2Config *cfg;
+	Scd2Metrics *m = &res->metrics;
+	int			pin;
+	int64		multi;
+	int64		fast_counted;
+	int64		total_changes;
+	int64		distinct = 0;
+	int64		kept = 0;
+	int64		y_applied = 0;
+	int64		complex_rows = 0;
+
+	memset(m, 0, sizeof(*m));
+	check_relkind(req->dim_oid, true);
+	check_relkind(req->stg_oid, false);
+	check_privileges(req->stg_oid, req->dim_oid, req->dry_run);
+
+	/* 1. Serialise loads of this dimension; readers are not blocked. */
+	LockRelationOid(req->dim_oid, ShareRowExclusiveLock);
+
+	pin = scd2_pin_search_path();
+	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
+	res->dim_name = cfg->dim_name;
+	res->stg_name = cfg->stg_name;
+
+	/* 2. One snapshot for every read, taken after the lock. */
+	memset(&st, 0, sizeof(st));
+	st.cfg = cfg;
+	st.effective_at = TimestampTzGetDatum(req->effective_at);
+	st.dim_rows = estimated_rows(req->dim_oid);
+	CommandCounterIncrement();
+	st.snap = RegisterSnapshot(GetTransactionSnapshot());
+
+	create_work_tables(cfg);
+
+	/* 3. */
+	m->source_rows = validate_staging(&st);
+
+	/* 4. Classify. */
+	load_exec(&st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
+	multi = (int64) SPI_processed;
+	load_exec_probing(&st, (double) m->source_rows, scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE),
+					  SPI_OK_INSERT, "classifying staging rows");
+	if (cfg->snapshot)
+		load_exec(&st, scd2_sql_snapshot_missing(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
+				  "closing keys missing from the snapshot");
+	if (multi > 0 || count_rows(&st, KEYS_TABLE) > 0)
+		classify_complex_keys(&st, &distinct, &kept, &y_applied, &complex_rows);
+
+	/* 5. Count, write, verify. */
+	load_exec(&st, scd2_sql_change_counts(CHG_TABLE), SPI_OK_SELECT, "counting changes");
+	m->inserted = scd2_spi_int8(0, 1);
+	m->new_versions = scd2_spi_int8(0, 2);
+	m->closed = scd2_spi_int8(0, 3);
+	m->deleted = scd2_spi_int8(0, 4);
+	m->shortened = scd2_spi_int8(0, 5);
+	m->type1_updated = scd2_spi_int8(0, 6);
+	fast_counted = scd2_spi_int8(0, 7);
+	total_changes = scd2_spi_int8(0, 8);
+	m->duplicates = complex_rows - distinct;
+	m->unchanged = (m->source_rows - complex_rows - fast_counted) + (distinct - kept - y_applied);
+
+	if (!req->dry_run && total_changes > 0)
+	{
+		load_exec_probing(&st, (double) total_changes, scd2_sql_merge(cfg, CHG_TABLE),
+						  SPI_OK_MERGE, "writing the dimension");
+		if ((int64) SPI_processed != total_changes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("load of %s wrote %lld rows but classified %lld",
+							cfg->dim_name, (long long) SPI_processed, (long long) total_changes),
+					 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
+					 errhint("Check for triggers or rules on the dimension, then retry the load.")));
+	}
+
+	/* 6. */
+	if (req->want_feed)
+		read_feed(&st, req->dry_run, res->feed, res->feed_desc);
+
+	drop_work_tables();
+	UnregisterSnapshot(st.snap);
+	scd2_unpin(pin);
+}

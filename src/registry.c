@@ -1,0 +1,120 @@
+/*
+ * registry.c -- writes to scd2.dimensions.
+ *
+ * scd2.register() (SQL) validates a dimension and creates its indexes as
+ * the caller, who must own the dimension; the registry row itself is
+ * written here as the extension owner, so the registry table needs no
+ * write privilege for PUBLIC and nobody can register a table they do not
+ * own.
+ */
+#include "scd2.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+PG_FUNCTION_INFO_V1(scd2_registry_store);
+PG_FUNCTION_INFO_V1(scd2_registry_remove);
+
+static void
+require_owner(Oid relid)
+{
+	if (!scd2_relation_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", scd2_relation_display_name(relid)),
+				 errhint("Only the owner of a dimension can register or unregister it.")));
+}
+
+/* Run registry SQL as the extension owner. */
+static int
+exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			  const char *nulls)
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+	int			pin = scd2_pin_search_path();
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_unpin(pin);
+	return rc;
+}
+
+Datum
+scd2_registry_store(PG_FUNCTION_ARGS)
+{
+	static const Oid types[14] = {
+		REGCLASSOID, NAMEARRAYOID, NAMEARRAYOID, NAMEARRAYOID, NAMEOID, NAMEOID,
+		TEXTOID, REGCLASSOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, TEXTOID, NAMEOID
+	};
+	Oid			argtypes[14];
+	Datum		values[14];
+	char		nulls[14];
+	int			rc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+
+	for (int i = 0; i < 13; i++)
+	{
+		argtypes[i] = types[i];
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	argtypes[13] = NAMEOID;
+	values[13] = CStringGetDatum(GetUserNameFromId(GetUserId(), false));
+	nulls[13] = ' ';
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner(
+		"INSERT INTO scd2.dimensions AS d (dimension, business_key, tracked, type1,"
+		" effective_column, delete_column, mode, staging, valid_from_column, valid_to_column,"
+		" is_current_column, surrogate_key_column, current_valid_to, registered_by)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+		" ON CONFLICT (dimension) DO UPDATE SET business_key = EXCLUDED.business_key,"
+		" tracked = EXCLUDED.tracked, type1 = EXCLUDED.type1,"
+		" effective_column = EXCLUDED.effective_column, delete_column = EXCLUDED.delete_column,"
+		" mode = EXCLUDED.mode, staging = EXCLUDED.staging,"
+		" valid_from_column = EXCLUDED.valid_from_column, valid_to_column = EXCLUDED.valid_to_column,"
+		" is_current_column = EXCLUDED.is_current_column,"
+		" surrogate_key_column = EXCLUDED.surrogate_key_column,"
+		" current_valid_to = EXCLUDED.current_valid_to, registered_by = EXCLUDED.registered_by,"
+		" registered_at = pg_catalog.now()",
+		14, argtypes, values, nulls);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "scd2: storing the registration failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+scd2_registry_remove(PG_FUNCTION_ARGS)
+{
+	Oid			dim = PG_GETARG_OID(0);
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim)};
+	int			rc;
+	bool		removed;
+
+	require_owner(dim);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner("DELETE FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1",
+					   1, argtypes, values, NULL);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "scd2: removing the registration failed: %s", SPI_result_code_string(rc));
+	removed = SPI_processed > 0;
+	SPI_finish();
+	PG_RETURN_BOOL(removed);
+}

@@ -1,0 +1,138 @@
+/*
+ * scd2.h -- shared declarations of the scd2 extension.
+ */
+#ifndef SCD2_H
+#define SCD2_H
+
+#include "compat.h"
+
+#include "lib/stringinfo.h"
+#include "utils/snapshot.h"
+
+/* One column taking part in a load, resolved against both tables. */
+typedef struct Scd2Column
+{
+	char	   *name;			/* attribute name, unquoted */
+	char	   *ident;			/* quote_identifier(name) */
+	Oid			typid;			/* dimension column type */
+	int32		typmod;
+	Oid			collid;			/* dimension column collation */
+	char	   *type_sql;		/* qualified type name with typmod */
+	char	   *collate_sql;	/* " COLLATE x" when it differs, else "" */
+	Oid			eqop;			/* default equality operator, or Invalid */
+	char	   *eqop_sql;		/* OPERATOR(schema.=) or NULL */
+	bool		sortable;		/* has a default btree opclass */
+} Scd2Column;
+
+/* A registered dimension resolved for one load. */
+typedef struct Scd2Config
+{
+	Oid			dim_oid;
+	Oid			stg_oid;
+	char	   *dim_sql;		/* quoted qualified names */
+	char	   *stg_sql;
+	char	   *dim_name;		/* for messages */
+	char	   *stg_name;
+
+	Scd2Column *keys;
+	int			nkeys;
+	Scd2Column *tracked;
+	int			ntracked;
+	Scd2Column *type1;
+	int			ntype1;
+	Scd2Column *other;			/* shared, neither tracked nor Type 1 */
+	int			nother;
+
+	Scd2Column	vf;				/* valid_from */
+	Scd2Column	vt;				/* valid_to */
+	char	   *is_current;		/* quoted, or NULL */
+	char	   *sk;				/* quoted, or NULL */
+	bool		infinity;		/* current rows have valid_to = infinity */
+	bool		snapshot;		/* snapshot mode */
+
+	char	   *eff_col;		/* quoted staging column, or NULL */
+	char	   *del_col;		/* quoted staging column, or NULL */
+} Scd2Config;
+
+/* Exact metrics of one load. */
+typedef struct Scd2Metrics
+{
+	int64		source_rows;
+	int64		inserted;
+	int64		new_versions;
+	int64		closed;
+	int64		deleted;
+	int64		shortened;
+	int64		type1_updated;
+	int64		unchanged;
+	int64		duplicates;
+} Scd2Metrics;
+
+/* What a caller asks of one load. */
+typedef struct Scd2LoadRequest
+{
+	Oid			stg_oid;
+	Oid			dim_oid;
+	TimestampTz effective_at;
+	bool		dry_run;
+	bool		want_feed;		/* materialize the change feed */
+} Scd2LoadRequest;
+
+/* What a load produced. */
+typedef struct Scd2LoadResult
+{
+	Scd2Metrics metrics;
+	struct Tuplestorestate *feed;	/* when requested */
+	struct TupleDescData *feed_desc;
+	char	   *dim_name;
+	char	   *stg_name;
+} Scd2LoadResult;
+
+/* config.c */
+extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
+extern char *scd2_relation_display_name(Oid relid);
+
+/* sqlgen.c */
+extern char *scd2_sql_create_changes(const Scd2Config *cfg, const char *chg);
+extern char *scd2_sql_create_keys(const Scd2Config *cfg, const char *keys);
+extern char *scd2_sql_create_points(const Scd2Config *cfg, const char *pts);
+extern char *scd2_sql_validate(const Scd2Config *cfg);
+extern char *scd2_sql_bad_row(const Scd2Config *cfg);
+extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
+extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys);
+extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
+extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
+extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);
+extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win);
+extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
+extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
+extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
+extern char *scd2_sql_change_counts(const char *chg);
+extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
+extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
+extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
+
+/* load.c */
+extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
+
+/* audit.c */
+extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
+							  const char *status, TimestampTz effective_at,
+							  TimestampTz started_at, const Scd2Metrics *m,
+							  const char *message);
+extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
+								bool dry_run);
+
+/* util.c */
+extern int	scd2_pin_search_path(void);
+extern void scd2_unpin(int nestlevel);
+extern void scd2_set_local(const char *name, const char *value);
+extern Oid	scd2_extension_owner(void);
+extern void scd2_spi_exec(const char *sql, int expected, const char *what);
+extern void scd2_spi_exec_snap(const char *sql, int nargs, Oid *argtypes,
+							   Datum *values, const char *nulls,
+							   Snapshot snap, int expected, const char *what);
+extern int64 scd2_spi_int8(int row, int col);
+extern char *scd2_spi_text(int row, int col);
+
+#endif							/* SCD2_H */

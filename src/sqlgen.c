@@ -1,0 +1,752 @@
+/*
+ * sqlgen.c -- the SQL statements of one load, generated from a resolved
+ * configuration.
+ *
+ * Every identifier comes from the catalogs and is quoted; every operator
+ * is either pg_catalog's or named by its schema (OPERATOR(s.=)); values go
+ * in as parameters ($1 is the load's effective_at).  The statements run
+ * with search_path pinned to pg_catalog, pg_temp.
+ *
+ * The load works on four temporary tables (names passed in):
+ *   keys  -- the "complex" keys: several staging rows, a late row, or a
+ *            row at the very instant an existing version starts;
+ *   pts   -- for complex keys: the points of their timeline (existing
+ *            versions, gap starts, staged rows), see docs/SEMANTICS.md;
+ *   win   -- pts with the window results (kept, run, last Type 1 values);
+ *   chg   -- the change set: one row per dimension row to write.  The one
+ *            MERGE reads it: an update copy carries the target row's
+ *            identity (key + valid_from), an insert copy a NULL identity.
+ *
+ * Columns of the temporary tables that are not user columns start with an
+ * underscore; user columns of the dimension are copied by name, and the
+ * per-column helper values (previous value, last Type 1 value) are named
+ * by position (_p1, _l1, ...) so no generated name can collide or exceed
+ * NAMEDATALEN.
+ */
+#include "scd2.h"
+
+#include "utils/builtins.h"
+
+/* ---------- small builders ---------- */
+
+/* "p.c1, p.c2" (or "c1, c2" without prefix). */
+static void
+append_cols(StringInfo buf, const Scd2Column *cols, int n, const char *prefix)
+{
+	for (int i = 0; i < n; i++)
+		appendStringInfo(buf, "%s%s%s", i ? ", " : "",
+						 prefix ? prefix : "", cols[i].ident);
+}
+
+/* ", p.c1, p.c2" -- the same with a leading separator when n > 0. */
+static void
+append_more_cols(StringInfo buf, const Scd2Column *cols, int n, const char *prefix)
+{
+	if (n > 0)
+	{
+		appendStringInfoString(buf, ", ");
+		append_cols(buf, cols, n, prefix);
+	}
+}
+
+/* ", CAST(NULL AS type) AS c..." */
+static void
+append_null_cols(StringInfo buf, const Scd2Column *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+		appendStringInfo(buf, ", CAST(NULL AS %s) AS %s", cols[i].type_sql, cols[i].ident);
+}
+
+/* ", c1 type1 COLLATE x, c2 ..." for CREATE TABLE. */
+static void
+append_col_defs(StringInfo buf, const Scd2Column *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+		appendStringInfo(buf, ", %s %s%s", cols[i].ident, cols[i].type_sql,
+						 cols[i].collate_sql);
+}
+
+/* NULL-safe equality of two expressions of one column's type. */
+static void
+append_eq(StringInfo buf, const Scd2Column *col, const char *a, const char *b)
+{
+	if (col->eqop_sql == NULL)
+		/* no equality operator (json, xml, ...): compare the text forms */
+		appendStringInfo(buf,
+						 "(CAST(%s AS pg_catalog.text) IS NOT DISTINCT FROM CAST(%s AS pg_catalog.text))",
+						 a, b);
+	else
+		appendStringInfo(buf,
+						 "(CASE WHEN %s IS NULL OR %s IS NULL THEN %s IS NULL AND %s IS NULL"
+						 " ELSE %s %s %s END)",
+						 a, b, a, b, a, col->eqop_sql, b);
+}
+
+
+/* AND of NULL-safe equalities a.c_i = b._<tag>i (positional partner). */
+static void
+append_eq_positional(StringInfo buf, const Scd2Column *cols, int n,
+					 const char *aprefix, const char *bprefix, const char *tag)
+{
+	if (n == 0)
+		appendStringInfoString(buf, "true");
+	for (int i = 0; i < n; i++)
+	{
+		if (i)
+			appendStringInfoString(buf, " AND ");
+		append_eq(buf, &cols[i], psprintf("%s%s", aprefix, cols[i].ident),
+				  psprintf("%s_%s%d", bprefix, tag, i + 1));
+	}
+}
+
+/* Business-key equality a.k = b.k (keys are never NULL). */
+static void
+append_key_join(StringInfo buf, const Scd2Config *cfg, const char *a, const char *b)
+{
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(buf, "%s%s.%s %s %s.%s", i ? " AND " : "",
+						 a, cfg->keys[i].ident, cfg->keys[i].eqop_sql,
+						 b, cfg->keys[i].ident);
+}
+
+/* The predicate "alias is the current version". */
+static char *
+current_pred(const Scd2Config *cfg, const char *alias)
+{
+	if (cfg->infinity)
+		return psprintf("%s.%s OPERATOR(pg_catalog.=) CAST('infinity' AS %s)",
+						alias, cfg->vt.ident, cfg->vt.type_sql);
+	return psprintf("%s.%s IS NULL", alias, cfg->vt.ident);
+}
+
+/* valid_to of an existing row, with the current convention mapped to NULL. */
+static char *
+open_vt(const Scd2Config *cfg, const char *alias)
+{
+	if (cfg->infinity)
+		return psprintf("NULLIF(%s.%s, CAST('infinity' AS %s))",
+						alias, cfg->vt.ident, cfg->vt.type_sql);
+	return psprintf("%s.%s", alias, cfg->vt.ident);
+}
+
+/* The stored valid_to for a logical end (NULL = open). */
+static char *
+stored_vt(const Scd2Config *cfg, const char *expr)
+{
+	if (cfg->infinity)
+		return psprintf("COALESCE(%s, CAST('infinity' AS %s))", expr, cfg->vt.type_sql);
+	return pstrdup(expr);
+}
+
+/*
+ * The staging table normalised: columns cast to the dimension's types,
+ * the effective time as _t, the delete marker folded into _present.
+ */
+static void
+append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
+{
+	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
+	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
+
+	appendStringInfoString(buf, "(SELECT ");
+	for (int g = 0; g < 4; g++)
+		for (int i = 0; i < counts[g]; i++)
+			appendStringInfo(buf, "CAST(s.%s AS %s)%s AS %s, ",
+							 groups[g][i].ident, groups[g][i].type_sql,
+							 groups[g][i].collate_sql, groups[g][i].ident);
+	if (cfg->eff_col)
+		appendStringInfo(buf, "CAST(s.%s AS %s) AS _t, ", cfg->eff_col, cfg->vf.type_sql);
+	else
+		appendStringInfo(buf, "CAST($1 AS %s) AS _t, ", cfg->vf.type_sql);
+	if (cfg->del_col)
+		appendStringInfo(buf, "NOT COALESCE(s.%s, false) AS _present", cfg->del_col);
+	else
+		appendStringInfoString(buf, "true AS _present");
+	appendStringInfo(buf, " FROM %s s)", cfg->stg_sql);
+}
+
+/* All loaded non-key columns: tracked, Type 1, other. */
+static void
+append_payload_cols(StringInfo buf, const Scd2Config *cfg, const char *prefix)
+{
+	append_more_cols(buf, cfg->tracked, cfg->ntracked, prefix);
+	append_more_cols(buf, cfg->type1, cfg->ntype1, prefix);
+	append_more_cols(buf, cfg->other, cfg->nother, prefix);
+}
+
+/* ---------- temporary tables ---------- */
+
+char *
+scd2_sql_create_keys(const Scd2Config *cfg, const char *keys)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TEMP TABLE %s (_n pg_catalog.int8, _snap pg_catalog.bool", keys);
+	append_col_defs(&buf, cfg->keys, cfg->nkeys);
+	appendStringInfoString(&buf, ") ON COMMIT DROP");
+	return buf.data;
+}
+
+char *
+scd2_sql_create_changes(const Scd2Config *cfg, const char *chg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TEMP TABLE %s (_action pg_catalog.text, _origin pg_catalog.\"char\","
+					 " _counts pg_catalog.bool, _tvf %s, _sk pg_catalog.int8, _vf %s, _vt %s,"
+					 " _cur pg_catalog.bool, _set_y pg_catalog.bool",
+					 chg, cfg->vf.type_sql, cfg->vf.type_sql, cfg->vt.type_sql);
+	append_col_defs(&buf, cfg->keys, cfg->nkeys);
+	append_col_defs(&buf, cfg->tracked, cfg->ntracked);
+	append_col_defs(&buf, cfg->type1, cfg->ntype1);
+	append_col_defs(&buf, cfg->other, cfg->nother);
+	appendStringInfoString(&buf, ") ON COMMIT DROP");
+	return buf.data;
+}
+
+char *
+scd2_sql_create_points(const Scd2Config *cfg, const char *pts)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TEMP TABLE %s (_t %s, _prio pg_catalog.int4, _present pg_catalog.bool,"
+					 " _ovt %s, _sk pg_catalog.int8, _stg pg_catalog.bool",
+					 pts, cfg->vf.type_sql, cfg->vt.type_sql);
+	append_col_defs(&buf, cfg->keys, cfg->nkeys);
+	append_col_defs(&buf, cfg->tracked, cfg->ntracked);
+	append_col_defs(&buf, cfg->type1, cfg->ntype1);
+	append_col_defs(&buf, cfg->other, cfg->nother);
+	appendStringInfoString(&buf, ") ON COMMIT DROP");
+	return buf.data;
+}
+
+/* ---------- validation ---------- */
+
+/* Row count, rows with a NULL key column, rows with a NULL effective time. */
+char *
+scd2_sql_validate(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE ");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "%ss.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
+	appendStringInfoString(&buf, "), ");
+	if (cfg->eff_col)
+		appendStringInfo(&buf, "pg_catalog.count(*) FILTER (WHERE s.%s IS NULL)", cfg->eff_col);
+	else
+		appendStringInfoString(&buf, "0::pg_catalog.int8");
+	appendStringInfo(&buf, " FROM %s s", cfg->stg_sql);
+	return buf.data;
+}
+
+/* The first row with a NULL key or effective time, as JSON, for errdetail. */
+char *
+scd2_sql_bad_row(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text, CASE");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, " WHEN s.%s IS NULL THEN %s", cfg->keys[i].ident,
+						 quote_literal_cstr(cfg->keys[i].name));
+	appendStringInfo(&buf, " END FROM %s s WHERE ", cfg->stg_sql);
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "s.%s IS NULL OR ", cfg->keys[i].ident);
+	if (cfg->eff_col)
+		appendStringInfo(&buf, "s.%s IS NULL", cfg->eff_col);
+	else
+		appendStringInfoString(&buf, "false");
+	appendStringInfoString(&buf, " LIMIT 1");
+	return buf.data;
+}
+
+/* ---------- classification ---------- */
+
+/* Keys with several staging rows: they go the general way. */
+char *
+scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s (_n, _snap", keys);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ") SELECT pg_catalog.count(*), false");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(&buf, " FROM ");
+	append_normalized_staging(&buf, cfg);
+	appendStringInfoString(&buf, " s GROUP BY ");
+	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(&buf, " HAVING pg_catalog.count(*) > 1");
+	return buf.data;
+}
+
+/*
+ * The fast path: every key with exactly one staging row is classified once
+ * against its current version (found through the partial unique index) --
+ * or, when it has none, against its latest closed version -- with a
+ * NULL-safe comparison of the tracked columns.  Changed rows produce their
+ * change rows (an update copy and/or an insert copy); rows that turn out to
+ * be late, or at the very instant of an existing version, are sent to the
+ * general path by adding their key to `keys`.  Unchanged rows produce
+ * nothing and are counted by difference.
+ */
+char *
+scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "WITH c AS (SELECT s.*, d.");
+	appendStringInfo(&buf, "%s AS _dvf, %s AS _dsk, h._hvf, h._hvt",
+					 cfg->vf.ident, cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
+	for (int i = 0; i < cfg->ntracked; i++)
+		appendStringInfo(&buf, ", d.%s AS _d%d", cfg->tracked[i].ident, i + 1);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", d.%s AS _e%d", cfg->type1[i].ident, i + 1);
+	appendStringInfoString(&buf, " FROM ");
+	append_normalized_staging(&buf, cfg);
+	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
+	append_key_join(&buf, cfg, "d", "s");
+	appendStringInfo(&buf, " AND %s", current_pred(cfg, "d"));
+	/* latest closed version, only probed when there is no current one */
+	appendStringInfo(&buf, " LEFT JOIN LATERAL (SELECT h.%s AS _hvf, h.%s AS _hvt FROM %s h WHERE ",
+					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
+	append_key_join(&buf, cfg, "h", "s");
+	appendStringInfo(&buf, " AND d.%s IS NULL ORDER BY h.%s DESC LIMIT 1) h ON true",
+					 cfg->vf.ident, cfg->vf.ident);
+	appendStringInfo(&buf, " WHERE NOT EXISTS (SELECT 1 FROM %s x WHERE ", keys);
+	append_key_join(&buf, cfg, "x", "s");
+	appendStringInfoString(&buf, ")), ");
+
+	/* classify */
+	appendStringInfoString(&buf,
+						   "cls AS (SELECT * FROM (SELECT c.*, CASE"
+						   " WHEN c._dvf IS NOT NULL THEN CASE"
+						   "   WHEN c._t <= c._dvf THEN 'complex'"
+						   "   WHEN NOT c._present THEN 'delete'"
+						   "   WHEN NOT (");
+	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
+	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
+	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "c.", "c.", "e");
+	appendStringInfoString(&buf,
+						   ") THEN 'type1' ELSE 'unchanged' END"
+						   " WHEN c._hvf IS NOT NULL AND c._hvt > c._t THEN 'complex'"
+						   " WHEN NOT c._present THEN 'unchanged'"
+						   " WHEN c._hvf IS NOT NULL THEN 'return'"
+						   " ELSE 'new' END AS _cls FROM c) c0 WHERE _cls <> 'unchanged'), ");
+
+	/* late / same-instant rows: their keys go the general way */
+	appendStringInfo(&buf, "cx AS (INSERT INTO %s (_n, _snap", keys);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ") SELECT 1, false");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, " FROM cls WHERE _cls = 'complex') ");
+
+	/* change rows: w = 1 the update copy, w = 2 the insert copy */
+	appendStringInfo(&buf,
+					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
+					 chg);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_payload_cols(&buf, cfg, NULL);
+	appendStringInfoString(&buf,
+						   ") SELECT CASE WHEN w = 1 THEN CASE _cls WHEN 'change' THEN 'close' ELSE _cls END"
+						   " WHEN _cls = 'new' THEN 'insert' ELSE 'new_version' END,"
+						   " 'F', NOT (w = 1 AND _cls = 'change'),"
+						   " CASE WHEN w = 1 THEN _dvf END, CASE WHEN w = 1 THEN _dsk END,"
+						   " CASE WHEN w = 1 THEN _dvf ELSE _t END,"
+						   " CASE WHEN w = 1 AND _cls IN ('change', 'delete') THEN _t END,"
+						   " NOT (w = 1 AND _cls IN ('change', 'delete')),"
+						   " w = 1 AND _cls = 'type1'");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	for (int i = 0; i < cfg->ntracked; i++)
+		appendStringInfo(&buf, ", CASE WHEN w = 2 THEN %s END", cfg->tracked[i].ident);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
+	for (int i = 0; i < cfg->nother; i++)
+		appendStringInfo(&buf, ", CASE WHEN w = 2 THEN %s END", cfg->other[i].ident);
+	appendStringInfoString(&buf,
+						   " FROM cls CROSS JOIN (VALUES (1), (2)) AS v(w)"
+						   " WHERE (w = 1 AND _cls IN ('change', 'delete', 'type1'))"
+						   " OR (w = 2 AND _cls IN ('change', 'new', 'return'))");
+	return buf.data;
+}
+
+/*
+ * Snapshot mode: current keys missing from the extract are closed at
+ * effective_at.  Keys whose current version starts at or after it go the
+ * general way (second statement).
+ */
+char *
+scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys)
+{
+	StringInfoData buf;
+	char	   *eff = psprintf("CAST($1 AS %s)", cfg->vf.type_sql);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "WITH m AS (SELECT d.* FROM %s d WHERE %s AND NOT EXISTS (SELECT 1 FROM ",
+					 cfg->dim_sql, current_pred(cfg, "d"));
+	append_normalized_staging(&buf, cfg);
+	appendStringInfoString(&buf, " s WHERE ");
+	append_key_join(&buf, cfg, "s", "d");
+	appendStringInfo(&buf, ")), mx AS (INSERT INTO %s (_n, _snap", keys);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ") SELECT 0, true");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "m.");
+	appendStringInfo(&buf, " FROM m WHERE m.%s >= %s) ", cfg->vf.ident, eff);
+	appendStringInfo(&buf,
+					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
+					 chg);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfo(&buf, ") SELECT 'delete', 'F', false, m.%s, %s, m.%s, %s, false, false",
+					 cfg->vf.ident, cfg->sk ? psprintf("m.%s", cfg->sk) : "NULL",
+					 cfg->vf.ident, eff);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "m.");
+	appendStringInfo(&buf, " FROM m WHERE m.%s < %s", cfg->vf.ident, eff);
+	return buf.data;
+}
+
+/* ---------- the general path (complex keys) ---------- */
+
+/*
+ * The timeline points of every complex key: its staged rows (exact
+ * duplicates collapsed), its existing versions from the one covering its
+ * earliest staged instant on (read through the (key, valid_from) index, no
+ * full history scan), and the gap starts after closed versions.
+ */
+char *
+scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
+{
+	StringInfoData buf;
+	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
+	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
+	bool		first = true;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s (_t, _prio, _present, _ovt, _sk, _stg", pts);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_payload_cols(&buf, cfg, NULL);
+	appendStringInfoString(&buf, ") WITH cs AS (SELECT DISTINCT ON (");
+	/* exact duplicates: equal in every loaded column (text form if no btree) */
+	for (int g = 0; g < 4; g++)
+		for (int i = 0; i < counts[g]; i++)
+		{
+			if (groups[g][i].sortable)
+				appendStringInfo(&buf, "%ss.%s", first ? "" : ", ", groups[g][i].ident);
+			else
+				appendStringInfo(&buf, "%sCAST(s.%s AS pg_catalog.text)", first ? "" : ", ",
+								 groups[g][i].ident);
+			first = false;
+		}
+	appendStringInfoString(&buf, ", s._t, s._present) s._t, s._present, true AS _stg");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	append_payload_cols(&buf, cfg, "s.");
+	appendStringInfoString(&buf, " FROM ");
+	append_normalized_staging(&buf, cfg);
+	appendStringInfo(&buf, " s WHERE EXISTS (SELECT 1 FROM %s x WHERE ", keys);
+	append_key_join(&buf, cfg, "x", "s");
+	appendStringInfoString(&buf, ")");
+	if (cfg->snapshot)
+	{
+		/* keys missing from a snapshot: an absent point at effective_at */
+		appendStringInfo(&buf, " UNION ALL SELECT CAST($1 AS %s), false, false", cfg->vf.type_sql);
+		append_more_cols(&buf, cfg->keys, cfg->nkeys, "x.");
+		append_null_cols(&buf, cfg->tracked, cfg->ntracked);
+		append_null_cols(&buf, cfg->type1, cfg->ntype1);
+		append_null_cols(&buf, cfg->other, cfg->nother);
+		appendStringInfo(&buf, " FROM %s x WHERE x._snap", keys);
+	}
+	appendStringInfoString(&buf, "), km AS (SELECT ");
+	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ", pg_catalog.min(_t) AS _m FROM cs GROUP BY ");
+	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, "), rel AS (SELECT d.*, ");
+	appendStringInfo(&buf, "%s AS _o, km._m, pg_catalog.lead(d.%s) OVER (PARTITION BY ",
+					 open_vt(cfg, "d"), cfg->vf.ident);
+	append_cols(&buf, cfg->keys, cfg->nkeys, "d.");
+	appendStringInfo(&buf, " ORDER BY d.%s) AS _nvf FROM km JOIN %s d ON ", cfg->vf.ident, cfg->dim_sql);
+	append_key_join(&buf, cfg, "d", "km");
+	appendStringInfo(&buf, " WHERE d.%s >= COALESCE((SELECT d2.%s FROM %s d2 WHERE ",
+					 cfg->vf.ident, cfg->vf.ident, cfg->dim_sql);
+	append_key_join(&buf, cfg, "d2", "km");
+	appendStringInfo(&buf, " AND d2.%s <= km._m ORDER BY d2.%s DESC LIMIT 1), CAST('-infinity' AS %s))) ",
+					 cfg->vf.ident, cfg->vf.ident, cfg->vf.type_sql);
+
+	/* E points: relevant existing versions */
+	appendStringInfo(&buf, "SELECT r.%s, 1, true, r._o, %s, false",
+					 cfg->vf.ident, cfg->sk ? psprintf("r.%s", cfg->sk) : "NULL::pg_catalog.int8");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "r.");
+	append_payload_cols(&buf, cfg, "r.");
+	appendStringInfoString(&buf, " FROM rel r WHERE r._o IS NULL OR r._o > r._m");
+	/* G points: a closed version not followed at once by another */
+	appendStringInfoString(&buf, " UNION ALL SELECT r._o, 0, false, NULL, NULL, false");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "r.");
+	append_null_cols(&buf, cfg->tracked, cfg->ntracked);
+	append_null_cols(&buf, cfg->type1, cfg->ntype1);
+	append_null_cols(&buf, cfg->other, cfg->nother);
+	appendStringInfoString(&buf, " FROM rel r WHERE r._o > r._m AND r._o IS DISTINCT FROM r._nvf");
+	/* S points */
+	appendStringInfoString(&buf, " UNION ALL SELECT cs._t, 2, cs._present, NULL, NULL, cs._stg");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, "cs.");
+	append_payload_cols(&buf, cfg, "cs.");
+	appendStringInfoString(&buf, " FROM cs");
+	return buf.data;
+}
+
+/* Two staged rows of one key at one instant with different values. */
+char *
+scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s, CAST(_t AS pg_catalog.text) FROM %s p WHERE _prio = 2 GROUP BY ",
+					 scd2_key_json_sql(cfg, "p"), pts);
+	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ", _t HAVING pg_catalog.count(*) > 1 ORDER BY ");
+	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ", _t LIMIT 1");
+	return buf.data;
+}
+
+/*
+ * The collapse walk of docs/SEMANTICS.md as window functions over each
+ * key's points in time order (ties: gap start, existing, staged):
+ *   _keep     the point changes the state in force (E points always kept);
+ *   _conflict a staged point at an existing version's start, with another
+ *             state;
+ *   _run      the number of kept points so far (a run = a kept point and
+ *             the dropped ones after it);
+ *   _l<i>     the Type 1 values of the run's last point, _lprio its kind.
+ */
+char *
+scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
+{
+	StringInfoData buf;
+	StringInfoData part;
+
+	initStringInfo(&part);
+	appendStringInfoString(&part, "PARTITION BY ");
+	append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TEMP TABLE %s ON COMMIT DROP AS WITH o AS (SELECT p.*,"
+					 " pg_catalog.lag(_present) OVER w AS _pp, pg_catalog.lag(_t) OVER w AS _pt,"
+					 " pg_catalog.lag(_prio) OVER w AS _pprio", win);
+	for (int i = 0; i < cfg->ntracked; i++)
+		appendStringInfo(&buf, ", pg_catalog.lag(%s) OVER w AS _p%d", cfg->tracked[i].ident, i + 1);
+	appendStringInfo(&buf, " FROM %s p WINDOW w AS (%s ORDER BY _t, _prio)), ", pts, part.data);
+
+	appendStringInfoString(&buf,
+						   "c AS (SELECT o.*, NOT (_present = COALESCE(_pp, false) AND (NOT _present OR (");
+	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
+	appendStringInfoString(&buf, "))) AS _diff FROM o), "
+						   "k AS (SELECT c.*, (_prio = 1 OR _diff) AS _keep,"
+						   " COALESCE(_prio = 2 AND _pprio = 1 AND _pt = _t AND _diff, false) AS _conflict"
+						   " FROM c), ");
+	appendStringInfo(&buf, "r AS (SELECT k.*, pg_catalog.sum(_keep::pg_catalog.int4)"
+					 " OVER (%s ORDER BY _t, _prio ROWS UNBOUNDED PRECEDING) AS _run FROM k) ",
+					 part.data);
+	appendStringInfoString(&buf, "SELECT r.*, pg_catalog.last_value(_prio) OVER l AS _lprio");
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", pg_catalog.last_value(%s) OVER l AS _l%d", cfg->type1[i].ident, i + 1);
+	appendStringInfo(&buf, " FROM r WINDOW l AS (%s, _run ORDER BY _t, _prio"
+					 " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)", part.data);
+	return buf.data;
+}
+
+/* A staged point conflicting with an existing version's start. */
+char *
+scd2_sql_conflict(const Scd2Config *cfg, const char *win)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s, CAST(w._t AS pg_catalog.text) FROM %s w WHERE w._conflict ORDER BY ",
+					 scd2_key_json_sql(cfg, "w"), win);
+	append_cols(&buf, cfg->keys, cfg->nkeys, "w.");
+	appendStringInfoString(&buf, ", w._t LIMIT 1");
+	return buf.data;
+}
+
+/* The change rows of the complex keys, from the kept points. */
+char *
+scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win)
+{
+	StringInfoData buf;
+	StringInfoData part;
+
+	initStringInfo(&part);
+	appendStringInfoString(&part, "PARTITION BY ");
+	append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
+					 chg);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_payload_cols(&buf, cfg, NULL);
+	appendStringInfo(&buf,
+					 ") WITH kp AS (SELECT w.*, pg_catalog.lead(_t) OVER wk AS _end,"
+					 " pg_catalog.lead(_present) OVER wk AS _npresent,"
+					 " pg_catalog.row_number() OVER (%s, (_prio = 2 AND _present) ORDER BY _t) AS _nth"
+					 " FROM %s w WHERE _keep WINDOW wk AS (%s ORDER BY _t, _prio)), ",
+					 part.data, win, part.data);
+	appendStringInfoString(&buf, "e AS (SELECT kp.*, (_ovt IS NULL AND _lprio = 2 AND NOT (");
+	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "kp.", "kp.", "l");
+	appendStringInfoString(&buf, ")) AS _sety FROM kp WHERE _prio = 1) ");
+
+	/* existing rows: end moved earlier, and/or Type 1 overwrite */
+	appendStringInfoString(&buf,
+						   "SELECT CASE WHEN _end IS NOT DISTINCT FROM _ovt THEN 'type1'"
+						   " WHEN _ovt IS NOT NULL THEN 'shorten'"
+						   " WHEN _npresent THEN 'close' ELSE 'delete' END,"
+						   " 'C', false, _t, _sk, _t, _end, _end IS NULL, _sety");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_null_cols(&buf, cfg->tracked, cfg->ntracked);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", CASE WHEN _sety THEN _l%d END", i + 1);
+	append_null_cols(&buf, cfg->other, cfg->nother);
+	appendStringInfoString(&buf, " FROM e WHERE _end IS DISTINCT FROM _ovt OR _sety");
+
+	/* new versions: present staged points that were kept */
+	appendStringInfo(&buf,
+					 " UNION ALL SELECT CASE WHEN _nth = 1 AND NOT EXISTS (SELECT 1 FROM %s d WHERE ",
+					 cfg->dim_sql);
+	append_key_join(&buf, cfg, "d", "kp");
+	appendStringInfoString(&buf,
+						   ") THEN 'insert' ELSE 'new_version' END,"
+						   " 'C', false, NULL, NULL, _t, _end, _end IS NULL, false");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_more_cols(&buf, cfg->tracked, cfg->ntracked, NULL);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", _l%d", i + 1);
+	append_more_cols(&buf, cfg->other, cfg->nother, NULL);
+	appendStringInfoString(&buf, " FROM kp WHERE _prio = 2 AND _present");
+	return buf.data;
+}
+
+/*
+ * Counts of the general path: distinct staged rows, kept staged rows, rows
+ * whose last staged row carried a Type 1 overwrite, staging rows of
+ * complex keys.
+ */
+char *
+scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "SELECT pg_catalog.count(*) FILTER (WHERE _stg),"
+					 " pg_catalog.count(*) FILTER (WHERE _stg AND _keep),"
+					 " pg_catalog.count(*) FILTER (WHERE _prio = 1 AND _ovt IS NULL AND _lprio = 2 AND NOT (");
+	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "w.", "w.", "l");
+	appendStringInfo(&buf, ")), (SELECT COALESCE(pg_catalog.sum(_n), 0)::pg_catalog.int8 FROM %s)"
+					 " FROM %s w", keys, win);
+	return buf.data;
+}
+
+/* Change rows per action, and fast-path rows that count as applied. */
+char *
+scd2_sql_change_counts(const char *chg)
+{
+	return psprintf("SELECT pg_catalog.count(*) FILTER (WHERE _action = 'insert'),"
+					" pg_catalog.count(*) FILTER (WHERE _action = 'new_version'),"
+					" pg_catalog.count(*) FILTER (WHERE _action = 'close'),"
+					" pg_catalog.count(*) FILTER (WHERE _action = 'delete'),"
+					" pg_catalog.count(*) FILTER (WHERE _action = 'shorten'),"
+					" pg_catalog.count(*) FILTER (WHERE _action = 'type1'),"
+					" pg_catalog.count(*) FILTER (WHERE _origin = 'F' AND _counts),"
+					" pg_catalog.count(*) FROM %s", chg);
+}
+
+/* ---------- the write ---------- */
+
+/*
+ * The one MERGE.  Update copies match their target by business key and
+ * valid_from (the as-of index, unique); insert copies carry a NULL target
+ * and can never match.  An update copy that found no target is not
+ * inserted: the processed count then falls short and the load fails.
+ */
+char *
+scd2_sql_merge(const Scd2Config *cfg, const char *chg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "MERGE INTO %s t USING %s s ON ", cfg->dim_sql, chg);
+	append_key_join(&buf, cfg, "t", "s");
+	appendStringInfo(&buf, " AND t.%s %s s._tvf WHEN MATCHED THEN UPDATE SET %s = %s",
+					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, stored_vt(cfg, "s._vt"));
+	if (cfg->is_current)
+		appendStringInfo(&buf, ", %s = s._cur", cfg->is_current);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", %s = CASE WHEN s._set_y THEN s.%s ELSE t.%s END",
+						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
+	appendStringInfoString(&buf, " WHEN NOT MATCHED AND s._tvf IS NULL THEN INSERT (");
+	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_payload_cols(&buf, cfg, NULL);
+	appendStringInfo(&buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
+	if (cfg->is_current)
+		appendStringInfo(&buf, ", %s", cfg->is_current);
+	appendStringInfoString(&buf, ") VALUES (");
+	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	append_payload_cols(&buf, cfg, "s.");
+	appendStringInfo(&buf, ", s._vf, %s", stored_vt(cfg, "s._vt"));
+	if (cfg->is_current)
+		appendStringInfoString(&buf, ", s._cur");
+	appendStringInfoString(&buf, ")");
+	return buf.data;
+}
+
+/* jsonb_build_object('k1', a.k1, ...) */
+char *
+scd2_key_json_sql(const Scd2Config *cfg, const char *alias)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog.jsonb_build_object(");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "%s%s, %s.%s", i ? ", " : "",
+						 quote_literal_cstr(cfg->keys[i].name), alias, cfg->keys[i].ident);
+	appendStringInfoString(&buf, ")");
+	return buf.data;
+}
+
+/*
+ * The change feed: one row per dimension row written, in key and time
+ * order.  Surrogate keys of inserted rows are read back by (key,
+ * valid_from) -- PostgreSQL 15's MERGE has no RETURNING.
+ */
+char *
+scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT c._action, CAST(%s AS pg_catalog.int8), %s,"
+					 " CAST(c._vf AS pg_catalog.timestamptz), CAST(%s AS pg_catalog.timestamptz)"
+					 " FROM %s c",
+					 (cfg->sk && !dry_run) ? psprintf("COALESCE(c._sk, d.%s)", cfg->sk) : "c._sk",
+					 scd2_key_json_sql(cfg, "c"), stored_vt(cfg, "c._vt"), chg);
+	if (cfg->sk && !dry_run)
+	{
+		appendStringInfo(&buf, " LEFT JOIN %s d ON c._tvf IS NULL AND ", cfg->dim_sql);
+		append_key_join(&buf, cfg, "d", "c");
+		appendStringInfo(&buf, " AND d.%s %s c._vf", cfg->vf.ident, cfg->vf.eqop_sql);
+	}
+	appendStringInfoString(&buf, " ORDER BY ");
+	append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
+	appendStringInfoString(&buf, ", c._vf, c._tvf IS NULL");
+	return buf.data;
+}

@@ -1,0 +1,131 @@
+/*
+ * util.c -- small helpers shared by the load, registry and audit code:
+ * pinning the search_path around dynamic SQL, statement-scoped settings,
+ * the extension owner, and SPI calls that check their result codes.
+ */
+#include "scd2.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+
+/*
+ * Run the generated SQL with search_path = pg_catalog, pg_temp, as core's
+ * matview.c does: every object we name is schema-qualified, and nothing a
+ * caller puts first on their search_path can capture a function or an
+ * operator in our statements.  Returns the GUC nest level to pass to
+ * scd2_unpin().
+ */
+int
+scd2_pin_search_path(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/* Undo scd2_pin_search_path() and any scd2_set_local() made since. */
+void
+scd2_unpin(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/* A setting saved in the current GUC nest level (undone by scd2_unpin). */
+void
+scd2_set_local(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/* The role that owns the scd2 extension (and so its tables). */
+Oid
+scd2_extension_owner(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("scd2"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("extension \"scd2\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION scd2.")));
+	return owner;
+}
+
+/* Run a statement without parameters; check the SPI result code. */
+void
+scd2_spi_exec(const char *sql, int expected, const char *what)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/*
+ * Run a statement under a given snapshot (every read of one load sees the
+ * same committed data), with parameters; check the SPI result code.
+ */
+void
+scd2_spi_exec_snap(const char *sql, int nargs, Oid *argtypes, Datum *values,
+				   const char *nulls, Snapshot snap, int expected,
+				   const char *what)
+{
+	SPIPlanPtr	plan;
+	int			rc;
+
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "scd2: preparing %s failed: %s", what,
+			 SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, values, nulls, snap, InvalidSnapshot,
+							  false, true, 0);
+	if (rc != expected)
+		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+}
+
+/* A bigint column of the last SPI result (NULL reads as 0). */
+int64
+scd2_spi_int8(int row, int col)
+{
+	bool		isnull;
+	Datum		d;
+
+	d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col,
+					  &isnull);
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+/* A column of the last SPI result as text, or NULL. */
+char *
+scd2_spi_text(int row, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
