@@ -13,7 +13,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # expected/ folders through a directory of symlinks under build/.
 TESTS        = $(sort $(wildcard sql-tests/*.sql))
 REGRESS      = $(patsubst sql-tests/%.sql,%,$(TESTS))
-REGRESS_OPTS = --inputdir=build/regress --outputdir=build/regress
+REGRESS_OPTS = --inputdir=build/regress --outputdir=build/regress --load-extension=scd2
 REGRESS_PREP = build/regress/sql
 
 # Concurrency specs (pg_isolation_regress): isolation/specs + isolation/expected.
@@ -26,6 +26,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS does not track header dependencies.
+$(OBJS): $(wildcard src/*.h)
+
 build/regress/sql:
 	mkdir -p build/regress build/isolation
 	ln -sfn ../../sql-tests build/regress/sql
@@ -34,3 +37,10 @@ build/regress/sql:
 .PHONY: test
 test:
 	scripts/test.sh
+
+# The regression and isolation suites separately (scripts/test.sh runs both).
+.PHONY: installcheck-regress installcheck-isolation
+installcheck-regress: $(REGRESS_PREP)
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation: $(REGRESS_PREP)
+	$(if $(ISOLATION),$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION),@echo "no isolation specs")

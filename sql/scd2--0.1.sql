@@ -63,6 +63,7 @@ SELECT pg_catalog.pg_extension_config_dump('scd2.audit_log_run_id_seq', '');
 -- Everybody may read the registry and the audit log; only the extension's
 -- own C code (switching to the extension owner after checking the caller's
 -- rights) writes them, so a user cannot forge or alter audit rows.
+GRANT USAGE ON SCHEMA scd2 TO PUBLIC;
 REVOKE ALL ON scd2.dimensions, scd2.audit_log FROM PUBLIC;
 GRANT SELECT ON scd2.dimensions, scd2.audit_log TO PUBLIC;
 
@@ -85,6 +86,30 @@ AS 'MODULE_PATHNAME', 'scd2_registry_remove'
 LANGUAGE C STRICT VOLATILE;
 COMMENT ON FUNCTION scd2._registry_remove(regclass) IS
     'internal: removes a registration (the caller must own the dimension)';
+
+CREATE FUNCTION scd2._registry_forget_dropped()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_registry_forget_dropped'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_forget_dropped() IS
+    'internal: removes registrations whose dimension table no longer exists';
+
+-- Dropping a dimension unregisters it (and a dropped default staging
+-- table is forgotten), so the registry never points at a reused OID.
+CREATE FUNCTION scd2._on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_event_trigger_dropped_objects()
+                WHERE object_type IN ('table', 'schema')) THEN
+        PERFORM scd2._registry_forget_dropped();
+    END IF;
+END
+$$;
+CREATE EVENT TRIGGER scd2_forget_dropped_dimensions ON sql_drop
+    EXECUTE FUNCTION scd2._on_sql_drop();
 
 ------------------------------------------------------------------------------
 -- register: validate a dimension's shape, create its indexes, store it.
@@ -200,7 +225,8 @@ BEGIN
         PERFORM scd2._column_type(dimension, v_col, 'business_key');
         IF v_col = ANY (v_bookkeeping) THEN
             RAISE EXCEPTION 'business key column % of % is a bookkeeping column', pg_catalog.quote_ident(v_col), dimension
-                USING ERRCODE = 'invalid_parameter_value';
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The business key is the natural key of the source rows, not a validity or surrogate key column.';
         END IF;
     END LOOP;
     FOREACH v_col IN ARRAY COALESCE(tracked, '{}') || COALESCE(type1, '{}') LOOP
@@ -220,7 +246,8 @@ BEGIN
     END IF;
     IF staging IS NOT NULL AND staging = dimension THEN
         RAISE EXCEPTION 'staging table cannot be the dimension itself'
-            USING ERRCODE = 'invalid_parameter_value';
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
     END IF;
 
     IF create_indexes THEN

@@ -377,6 +377,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 							format_type_be(cfg->vf.typid)),
 					 errhint("Give the effective column the type of the dimension's valid_from column.")));
 		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
+		cfg->eff_name = reg->effective_column;
 	}
 	if (reg->delete_column)
 	{

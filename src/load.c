@@ -184,7 +184,7 @@ validate_staging(LoadState *st)
 	ereport(ERROR,
 			(errcode(ERRCODE_NOT_NULL_VIOLATION),
 			 errmsg("staging table %s has a NULL effective time", cfg->stg_name),
-			 errdetail("The effective column is NULL in row %s.", row),
+			 errdetail("Column \"%s\" is NULL in row %s.", cfg->eff_name, row),
 			 errhint("Fill in the effective time of the %lld row(s) concerned; nothing was loaded.",
 					 (long long) null_eff)));
 	return rows;				/* not reached */

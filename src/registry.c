@@ -18,6 +18,7 @@
 
 PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
+PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 
 static void
 require_owner(Oid relid)
@@ -117,4 +118,32 @@ scd2_registry_remove(PG_FUNCTION_ARGS)
 	removed = SPI_processed > 0;
 	SPI_finish();
 	PG_RETURN_BOOL(removed);
+}
+
+/*
+ * Called by the sql_drop event trigger: forget dimensions that no longer
+ * exist, and default staging tables that no longer exist.  No ownership
+ * check: it only removes rows about tables that are gone.
+ */
+Datum
+scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
+{
+	int			rc;
+	int64		removed;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner("DELETE FROM scd2.dimensions d WHERE NOT EXISTS"
+					   " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dimension)",
+					   0, NULL, NULL, NULL);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "scd2: forgetting dropped dimensions failed: %s", SPI_result_code_string(rc));
+	removed = (int64) SPI_processed;
+	rc = exec_as_owner("UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
+					   " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
+					   0, NULL, NULL, NULL);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: forgetting dropped staging tables failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_INT64(removed);
 }

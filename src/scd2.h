@@ -51,6 +51,7 @@ typedef struct Scd2Config
 	bool		snapshot;		/* snapshot mode */
 
 	char	   *eff_col;		/* quoted staging column, or NULL */
+	char	   *eff_name;		/* the same, unquoted, for messages */
 	char	   *del_col;		/* quoted staging column, or NULL */
 } Scd2Config;
 

@@ -332,7 +332,11 @@ DECLARE
     mode      text;
     nkeys     int;
     nbatches  int;
-    ninst     int := 24;
+    -- knobs (run.sh passes them as custom settings): instants on the time
+    -- axis, largest key space, most batches
+    ninst     int := coalesce(nullif(current_setting('scd2_prop.ninst', true), ''), '24')::int;
+    maxkeys   int := coalesce(nullif(current_setting('scd2_prop.max_keys', true), ''), '8')::int;
+    maxbatch  int := coalesce(nullif(current_setting('scd2_prop.max_batches', true), ''), '6')::int;
     eat       timestamptz;
     script    text;
     reg       text;
@@ -345,8 +349,8 @@ DECLARE
 BEGIN
     PERFORM setseed(sseed);
     mode := CASE WHEN random() < 0.5 THEN 'incremental' ELSE 'snapshot' END;
-    nkeys := 1 + scd2_prop.rnd(8);
-    nbatches := 3 + scd2_prop.rnd(4);
+    nkeys := 1 + scd2_prop.rnd(maxkeys);
+    nbatches := least(3, maxbatch) + scd2_prop.rnd(greatest(maxbatch - 2, 1));
 
     -- fresh tables
     IF NOT model_only AND to_regclass('public.dim') IS NOT NULL THEN

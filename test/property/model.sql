@@ -146,11 +146,15 @@ BEGIN
 
         ------------------------------------------------------------ step 2
         -- Exact duplicates (identical in K, eff, T, Y, O and the delete
-        -- marker, NULL-safely) collapse into one.
+        -- marker, NULL-safely) collapse into one.  The marker is compared by
+        -- its meaning: NULL and false both mean "present" (SEMANTICS.md
+        -- defines no other meaning for it), so a NULL-marker row and an
+        -- otherwise identical false-marker row are duplicates, not an
+        -- ambiguity.
         full_row := scd2_model.pick(j, business_key || tracked || coalesce(type1, '{}')
-                                       || coalesce(other, '{}')
-                                       || CASE WHEN delete_column IS NULL THEN '{}'::text[]
-                                               ELSE ARRAY[delete_column] END);
+                                       || coalesce(other, '{}'))
+                    || jsonb_build_object(' deleted', delete_column IS NOT NULL
+                                                      AND coalesce((j ->> delete_column)::boolean, false));
         is_dup := false;
         FOR i IN 1 .. ns LOOP
             IF s_full[i] = full_row AND s_eff[i] = eff THEN
@@ -212,7 +216,7 @@ BEGIN
             pt        scd2_model.point;
             np        int;
             kept      boolean[] := '{}';
-            carries   boolean[] := '{}';   -- dropped S point whose Type 1 values were written
+            carries   boolean[] := '{}';   -- dropped S point whose Type 1 values updated an existing current row
             in_p      boolean;
             in_s      jsonb;
             nxt       int;
@@ -366,11 +370,8 @@ BEGIN
                 ELSIF pt.kind = 2 AND pt.present THEN
                     -- A new version [eff, end): Y and O from its staging row,
                     -- then Y from the last staging row of its run.
-                    new_y := pt.y;
-                    IF last_s <> p AND pts[last_s].y <> pt.y THEN
-                        new_y := pts[last_s].y;
-                        carries[last_s] := true;
-                    END IF;
+                    -- (the dropped rows of its run still count as unchanged)
+                    new_y := pts[last_s].y;
                     newrow := k || pt.state || new_y || pt.o
                               || jsonb_build_object('valid_from', pt.t, 'valid_to', end_t,
                                                     'is_current', end_t IS NULL);
@@ -384,7 +385,8 @@ BEGIN
                 -- kept absent S points and G points write nothing
             END LOOP;
 
-            -- unchanged: dropped staging rows that carried no Type 1 update
+            -- unchanged: dropped staging rows, except the one whose Type 1
+            -- values were written to an existing current version
             FOR p IN 1 .. np LOOP
                 IF pts[p].kind = 2 AND pts[p].ref IS NOT NULL AND NOT kept[p] AND NOT carries[p] THEN
                     m_unch := m_unch + 1;

@@ -136,14 +136,19 @@ SELECT run_case('exact duplicate', 'incremental', NULL,
     '{"inserted":1,"duplicates":1}');
 
 -- Same key and instant, different values (even only a Type 1 or other
--- column, or NULL vs false delete marker): ambiguous, the load fails.
+-- column, or the delete marker): ambiguous, the load fails.
 SELECT run_case('conflicting duplicate', 'incremental',
     $$ (4, 'Q', 'x', 'p1', 'n1', 1, NULL::int) $$,
     $$ (4, 'A', 'x', 'p1', 'n1', 2, NULL::boolean), (4, 'B', 'x', 'p1', 'n1', 2, NULL) $$, 9, NULL, NULL);
 SELECT run_case('conflicting duplicate (note only)', 'incremental', NULL,
     $$ (4, 'A', 'x', 'p1', 'n1', 2, NULL::boolean), (4, 'A', 'x', 'p1', 'n2', 2, NULL) $$, 9, NULL, NULL);
-SELECT run_case('conflicting duplicate (NULL vs false marker)', 'incremental', NULL,
-    $$ (4, 'A', 'x', 'p1', 'n1', 2, NULL::boolean), (4, 'A', 'x', 'p1', 'n1', 2, false) $$, 9, NULL, NULL);
+SELECT run_case('conflicting duplicate (delete marker)', 'incremental', NULL,
+    $$ (4, 'A', 'x', 'p1', 'n1', 2, NULL::boolean), (4, 'A', 'x', 'p1', 'n1', 2, true) $$, 9, NULL, NULL);
+-- A NULL and a false delete marker mean the same (present): duplicates.
+SELECT run_case('duplicate with NULL vs false marker', 'incremental', NULL,
+    $$ (4, 'A', 'x', 'p1', 'n1', 2, NULL::boolean), (4, 'A', 'x', 'p1', 'n1', 2, false) $$, 9,
+    ARRAY['4 ''A'' ''x'' ''p1'' ''n1'' 2 - t'],
+    '{"inserted":1,"duplicates":1}');
 SELECT run_case('NULL business key', 'incremental', NULL,
     $$ (4, 'A', 'x', 'p1', 'n1', 2, NULL::boolean), (NULL, 'A', 'x', 'p1', 'n1', 2, NULL) $$, 9, NULL, NULL);
 SELECT run_case('NULL effective time', 'incremental',
@@ -261,11 +266,13 @@ SELECT run_case('type 1 then delete', 'incremental',
     $$ (1, 'A', 'x', 'p2', 'n2', 2, NULL::boolean), (1, 'B', 'x', 'p3', 'n3', 3, true) $$, 9,
     ARRAY['1 ''A'' ''x'' ''p2'' ''n1'' 1 3 f'],
     '{"deleted":1}');
+-- (dropped rows in a new version's run count as unchanged, though the new
+-- version takes the Type 1 values of the last one)
 SELECT run_case('type 1 of a new version from the last row of its run', 'incremental', NULL,
     $$ (6, 'A', 'x', 'p1', 'n1', 1, NULL::boolean), (6, 'A', 'x', 'p2', 'n2', 2, NULL),
        (6, 'A', 'x', 'p3', 'n3', 3, NULL), (6, 'B', 'x', 'p4', 'n4', 4, NULL) $$, 9,
     ARRAY['6 ''A'' ''x'' ''p3'' ''n1'' 1 4 f', '6 ''B'' ''x'' ''p4'' ''n4'' 4 - t'],
-    '{"inserted":1,"new_versions":1,"unchanged":1}');
+    '{"inserted":1,"new_versions":1,"unchanged":2}');
 SELECT run_case('type 1 back to the old value in one batch', 'incremental',
     $$ (1, 'A', 'x', 'p1', 'n1', 1, NULL::int) $$,
     $$ (1, 'A', 'x', 'p2', NULL, 2, NULL::boolean), (1, 'A', 'x', 'p1', NULL, 3, NULL) $$, 9,

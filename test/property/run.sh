@@ -14,6 +14,10 @@
 #                     the generator and the comparison, trivially equal)
 #   CHECK_AUDIT=0     do not compare the scd2.audit_log row's metrics
 #   VERBOSE=1         print a line for every passing scenario too
+#   NINST=24 MAX_KEYS=8 MAX_BATCHES=6
+#                     generator knobs: instants on the time axis (fewer:
+#                     more ties and conflicts), largest key space, most
+#                     batches per scenario (at least 3 when >= 3)
 #
 # Runs model_selftest.sql (hand-checked model cases) first.  Prints every
 # failing scenario with a replayable script, then exactly one line
@@ -35,6 +39,7 @@ case "$SCENARIOS$SEED${ONLY:-0}" in
               echo "property: 0 passed, 1 failed"; exit 2 ;;
 esac
 
+export PGOPTIONS="${PGOPTIONS:-} -c scd2_prop.ninst=${NINST:-24} -c scd2_prop.max_keys=${MAX_KEYS:-8} -c scd2_prop.max_batches=${MAX_BATCHES:-6}"
 mo=false; [ "$MODEL_ONLY" = 1 ] && mo=true
 ca=true;  [ "$CHECK_AUDIT" = 0 ] && ca=false
 psql_() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
