@@ -90,6 +90,14 @@ CREATE FUNCTION scd2_prop.feed_counts(m jsonb) RETURNS jsonb LANGUAGE sql IMMUTA
      WHERE n <> 0
 $$;
 
+-- The model's change feed rows as sorted text (compared to the engine's).
+CREATE FUNCTION scd2_prop.feed_rows(m jsonb) RETURNS text[] LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(jsonb_build_object('action', e ->> 'action', 'business_key', e -> 'business_key',
+                                                 'valid_from', (e ->> 'valid_from')::timestamptz,
+                                                 'valid_to', (e ->> 'valid_to')::timestamptz)::text ORDER BY 1), '{}')
+      FROM jsonb_array_elements(m -> 'feed') e
+$$;
+
 -- Fill stg with one random batch; returns it as an INSERT statement.
 CREATE FUNCTION scd2_prop.gen_batch(nkeys int, ninst int) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -157,6 +165,7 @@ DECLARE
     e_feed    jsonb;
     e_audit   jsonb;
     e_err     text;
+    e_rows    text[];
     a0        bigint;
     before    text[];
     after     text[];
@@ -176,14 +185,21 @@ BEGIN
     before := scd2_prop.snap('dim');
     BEGIN
         IF model_only THEN
-            e_audit := scd2_prop.metrics(scd2_model.load('stg', 'dim', eat, ARRAY['id'], ARRAY['city', 'tier'],
-                                                         ARRAY['phone'], ARRAY['note'], 'eff', 'del', mode));
+            e_audit := scd2_model.load('stg', 'dim', eat, ARRAY['id'], ARRAY['city', 'tier'],
+                                       ARRAY['phone'], ARRAY['note'], 'eff', 'del', mode);
+            e_rows := scd2_prop.feed_rows(e_audit);
+            e_audit := scd2_prop.metrics(e_audit);
             e_feed := scd2_prop.feed_counts(e_audit);
         ELSE
             SELECT coalesce(max(run_id), 0) INTO a0 FROM scd2.audit_log;
-            SELECT coalesce(jsonb_object_agg(action, cnt), '{}') INTO e_feed
-              FROM (SELECT f.action, count(*) AS cnt
-                      FROM scd2.merge('stg', 'dim', effective_at => eat) f GROUP BY f.action) s;
+            WITH f AS MATERIALIZED (SELECT * FROM scd2.merge('stg', 'dim', effective_at => eat))
+            SELECT (SELECT coalesce(jsonb_object_agg(action, cnt), '{}')
+                      FROM (SELECT f.action, count(*) AS cnt FROM f GROUP BY f.action) s),
+                   (SELECT coalesce(array_agg(jsonb_build_object('action', f.action, 'business_key', f.business_key,
+                                                                 'valid_from', f.valid_from,
+                                                                 'valid_to', f.valid_to)::text ORDER BY 1), '{}')
+                      FROM f)
+              INTO e_feed, e_rows;
             IF check_audit THEN
                 SELECT scd2_prop.metrics(to_jsonb(a)) || jsonb_build_object('status', a.status)
                   INTO e_audit
@@ -208,6 +224,11 @@ BEGIN
         problem := 'dimension content differs';
     ELSIF e_feed IS DISTINCT FROM scd2_prop.feed_counts(m) THEN
         problem := format('change feed counts differ: engine %s, model %s', e_feed, scd2_prop.feed_counts(m));
+    ELSIF e_rows IS NOT NULL AND e_rows IS DISTINCT FROM scd2_prop.feed_rows(m) THEN
+        -- each feed row: action, business key and the row's validity after the write
+        problem := format('change feed rows differ: only in engine %s, only in model %s',
+                          scd2_prop.minus(e_rows, scd2_prop.feed_rows(m)),
+                          scd2_prop.minus(scd2_prop.feed_rows(m), e_rows));
     ELSIF check_audit AND e_audit IS NULL THEN
         problem := 'no audit_log row for the load';
     ELSIF check_audit

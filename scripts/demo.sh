@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The scd2 demo: builds and installs the extension, starts a throwaway
+# cluster, loads a customer dimension through several batches (changes,
+# NULLs, several changes of one key, a late change, a delete), runs an
+# as-of fact load, and prints the history and the audit log.
+source "$(dirname "$0")/lib.sh"
+SCD2_PORT=${SCD2_PORT:-55433}
+SCD2_RUN_DIR=/tmp/scd2-demo-$SCD2_PORT
+
+ensure_deps
+build_install
+cluster_start
+trap cluster_stop EXIT
+
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -f "$SCD2_ROOT/scripts/demo.sql"
