@@ -283,6 +283,13 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	LockRelationOid(req->dim_oid, ShareRowExclusiveLock);
 
 	pin = scd2_pin_search_path();
+	/*
+	 * The load's statements cost much in the planner's units (nested loops
+	 * over every staging row) but evaluate simple expressions: JIT
+	 * compilation took 0.4-0.9 s of a 1.3 s load at 1M keys / 200k rows on
+	 * PostgreSQL 15, and saved nothing.
+	 */
+	scd2_set_local("jit", "off");
 	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
 	res->dim_name = cfg->dim_name;
 	res->stg_name = cfg->stg_name;
@@ -305,10 +312,13 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	multi = (int64) SPI_processed;
 	load_exec_probing(&st, (double) m->source_rows, scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE),
 					  SPI_OK_INSERT, "classifying staging rows");
+	load_exec(&st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
+			  "moving late rows to the general path");
+	multi += (int64) SPI_processed;
 	if (cfg->snapshot)
 		load_exec(&st, scd2_sql_snapshot_missing(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				  "closing keys missing from the snapshot");
-	if (multi > 0 || count_rows(&st, KEYS_TABLE) > 0)
+	if (multi > 0 || (cfg->snapshot && count_rows(&st, KEYS_TABLE) > 0))
 		classify_complex_keys(&st, &distinct, &kept, &y_applied, &complex_rows);
 
 	/* 5. Count, write, verify. */

@@ -101,6 +101,7 @@ extern char *scd2_sql_validate(const Scd2Config *cfg);
 extern char *scd2_sql_bad_row(const Scd2Config *cfg);
 extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
 extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys);
+extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
 extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);

@@ -293,11 +293,12 @@ scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
  * The fast path: every key with exactly one staging row is classified once
  * against its current version (found through the partial unique index) --
  * or, when it has none, against its latest closed version -- with a
- * NULL-safe comparison of the tracked columns.  Changed rows produce their
- * change rows (an update copy and/or an insert copy); rows that turn out to
- * be late, or at the very instant of an existing version, are sent to the
- * general path by adding their key to `keys`.  Unchanged rows produce
- * nothing and are counted by difference.
+ * NULL-safe comparison of the tracked columns.  One pass, no materialised
+ * intermediate: each changed row expands (LATERAL VALUES) into its update
+ * copy (w = 1) and/or its insert copy (w = 2).  A row that turns out to be
+ * late, or at the very instant of an existing version, becomes a 'complex'
+ * marker row; scd2_sql_move_complex() moves those keys to the general
+ * path.  Unchanged rows produce nothing and are counted by difference.
  */
 char *
 scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys)
@@ -305,60 +306,14 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "WITH c AS (SELECT s.*, d.");
-	appendStringInfo(&buf, "%s AS _dvf, %s AS _dsk, h._hvf, h._hvt",
-					 cfg->vf.ident, cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
-	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, ", d.%s AS _d%d", cfg->tracked[i].ident, i + 1);
-	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", d.%s AS _e%d", cfg->type1[i].ident, i + 1);
-	appendStringInfoString(&buf, " FROM ");
-	append_normalized_staging(&buf, cfg);
-	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
-	append_key_join(&buf, cfg, "d", "s");
-	appendStringInfo(&buf, " AND %s", current_pred(cfg, "d"));
-	/* latest closed version, only probed when there is no current one */
-	appendStringInfo(&buf, " LEFT JOIN LATERAL (SELECT h.%s AS _hvf, h.%s AS _hvt FROM %s h WHERE ",
-					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
-	append_key_join(&buf, cfg, "h", "s");
-	appendStringInfo(&buf, " AND d.%s IS NULL ORDER BY h.%s DESC LIMIT 1) h ON true",
-					 cfg->vf.ident, cfg->vf.ident);
-	appendStringInfo(&buf, " WHERE NOT EXISTS (SELECT 1 FROM %s x WHERE ", keys);
-	append_key_join(&buf, cfg, "x", "s");
-	appendStringInfoString(&buf, ")), ");
-
-	/* classify */
-	appendStringInfoString(&buf,
-						   "cls AS (SELECT * FROM (SELECT c.*, CASE"
-						   " WHEN c._dvf IS NOT NULL THEN CASE"
-						   "   WHEN c._t <= c._dvf THEN 'complex'"
-						   "   WHEN NOT c._present THEN 'delete'"
-						   "   WHEN NOT (");
-	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
-	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
-	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "c.", "c.", "e");
-	appendStringInfoString(&buf,
-						   ") THEN 'type1' ELSE 'unchanged' END"
-						   " WHEN c._hvf IS NOT NULL AND c._hvt > c._t THEN 'complex'"
-						   " WHEN NOT c._present THEN 'unchanged'"
-						   " WHEN c._hvf IS NOT NULL THEN 'return'"
-						   " ELSE 'new' END AS _cls FROM c) c0 WHERE _cls <> 'unchanged'), ");
-
-	/* late / same-instant rows: their keys go the general way */
-	appendStringInfo(&buf, "cx AS (INSERT INTO %s (_n, _snap", keys);
-	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	appendStringInfoString(&buf, ") SELECT 1, false");
-	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	appendStringInfoString(&buf, " FROM cls WHERE _cls = 'complex') ");
-
-	/* change rows: w = 1 the update copy, w = 2 the insert copy */
 	appendStringInfo(&buf,
 					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
 					 chg);
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	append_payload_cols(&buf, cfg, NULL);
 	appendStringInfoString(&buf,
-						   ") SELECT CASE WHEN w = 1 THEN CASE _cls WHEN 'change' THEN 'close' ELSE _cls END"
+						   ") SELECT CASE WHEN _cls = 'complex' THEN 'complex'"
+						   " WHEN w = 1 THEN CASE _cls WHEN 'change' THEN 'close' ELSE _cls END"
 						   " WHEN _cls = 'new' THEN 'insert' ELSE 'new_version' END,"
 						   " 'F', NOT (w = 1 AND _cls = 'change'),"
 						   " CASE WHEN w = 1 THEN _dvf END, CASE WHEN w = 1 THEN _dsk END,"
@@ -373,10 +328,60 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys)
 		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
 	for (int i = 0; i < cfg->nother; i++)
 		appendStringInfo(&buf, ", CASE WHEN w = 2 THEN %s END", cfg->other[i].ident);
+
+	/* the probe: current version, else latest closed version */
+	appendStringInfo(&buf, " FROM (SELECT c.*, CASE"
+					 " WHEN c._dvf IS NOT NULL THEN CASE"
+					 "   WHEN c._t <= c._dvf THEN 'complex'"
+					 "   WHEN NOT c._present THEN 'delete'"
+					 "   WHEN NOT (");
+	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
+	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
+	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "c.", "c.", "e");
 	appendStringInfoString(&buf,
-						   " FROM cls CROSS JOIN (VALUES (1), (2)) AS v(w)"
-						   " WHERE (w = 1 AND _cls IN ('change', 'delete', 'type1'))"
+						   ") THEN 'type1' ELSE 'unchanged' END"
+						   " WHEN c._hvf IS NOT NULL AND c._hvt > c._t THEN 'complex'"
+						   " WHEN NOT c._present THEN 'unchanged'"
+						   " WHEN c._hvf IS NOT NULL THEN 'return'"
+						   " ELSE 'new' END AS _cls FROM (SELECT s.*, ");
+	appendStringInfo(&buf, "d.%s AS _dvf, %s AS _dsk, h._hvf, h._hvt",
+					 cfg->vf.ident, cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
+	for (int i = 0; i < cfg->ntracked; i++)
+		appendStringInfo(&buf, ", d.%s AS _d%d", cfg->tracked[i].ident, i + 1);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, ", d.%s AS _e%d", cfg->type1[i].ident, i + 1);
+	appendStringInfoString(&buf, " FROM ");
+	append_normalized_staging(&buf, cfg);
+	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
+	append_key_join(&buf, cfg, "d", "s");
+	appendStringInfo(&buf, " AND %s", current_pred(cfg, "d"));
+	appendStringInfo(&buf, " LEFT JOIN LATERAL (SELECT h.%s AS _hvf, h.%s AS _hvt FROM %s h WHERE ",
+					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
+	append_key_join(&buf, cfg, "h", "s");
+	appendStringInfo(&buf, " AND d.%s IS NULL ORDER BY h.%s DESC LIMIT 1) h ON true",
+					 cfg->vf.ident, cfg->vf.ident);
+	appendStringInfo(&buf, " WHERE NOT EXISTS (SELECT 1 FROM %s x WHERE ", keys);
+	append_key_join(&buf, cfg, "x", "s");
+	appendStringInfoString(&buf, ")) c) cls"
+						   " CROSS JOIN LATERAL (VALUES (1, cls._cls), (2, cls._cls)) AS v(w, _k)"
+						   " WHERE (w = 1 AND _cls IN ('change', 'delete', 'type1', 'complex'))"
 						   " OR (w = 2 AND _cls IN ('change', 'new', 'return'))");
+	return buf.data;
+}
+
+/* Keys the fast path found late: to the general path. */
+char *
+scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "WITH m AS (DELETE FROM %s WHERE _action = 'complex' RETURNING *)"
+					 " INSERT INTO %s (_n, _snap", chg, keys);
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ") SELECT 1, false");
+	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, " FROM m");
 	return buf.data;
 }
 

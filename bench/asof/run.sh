@@ -119,7 +119,11 @@ done
 # the order of the approaches rotated each round.
 script=("SET client_min_messages = warning;")
 script+=("CREATE TEMP TABLE t (load text, approach text, round int, ms numeric, result text);")
+# a checkpoint (when allowed) before each load's rounds, so that writing out
+# the setup's or the previous load's dirty pages does not land in the timings
+checkpoint='DO $c$ BEGIN EXECUTE $$CHECKPOINT$$; EXCEPTION WHEN insufficient_privilege THEN NULL; END $c$;'
 for load in "${LOADS[@]}"; do
+  script+=("$checkpoint")
   for a in "${APPROACHES[@]}"; do
     script+=("SELECT * FROM scd2_bench.timed(\$q\$$(query $a $load)\$q\$);")
   done

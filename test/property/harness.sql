@@ -92,10 +92,11 @@ $$;
 
 -- The model's change feed rows as sorted text (compared to the engine's).
 CREATE FUNCTION scd2_prop.feed_rows(m jsonb) RETURNS text[] LANGUAGE sql STABLE AS $$
-    SELECT coalesce(array_agg(jsonb_build_object('action', e ->> 'action', 'business_key', e -> 'business_key',
-                                                 'valid_from', (e ->> 'valid_from')::timestamptz,
-                                                 'valid_to', (e ->> 'valid_to')::timestamptz)::text ORDER BY 1), '{}')
-      FROM jsonb_array_elements(m -> 'feed') e
+    SELECT coalesce(array_agg(x ORDER BY x), '{}')
+      FROM (SELECT jsonb_build_object('action', e ->> 'action', 'business_key', e -> 'business_key',
+                                      'valid_from', (e ->> 'valid_from')::timestamptz,
+                                      'valid_to', (e ->> 'valid_to')::timestamptz)::text
+              FROM jsonb_array_elements(m -> 'feed') e) s(x)
 $$;
 
 -- Fill stg with one random batch; returns it as an INSERT statement.
@@ -195,10 +196,10 @@ BEGIN
             WITH f AS MATERIALIZED (SELECT * FROM scd2.merge('stg', 'dim', effective_at => eat))
             SELECT (SELECT coalesce(jsonb_object_agg(action, cnt), '{}')
                       FROM (SELECT f.action, count(*) AS cnt FROM f GROUP BY f.action) s),
-                   (SELECT coalesce(array_agg(jsonb_build_object('action', f.action, 'business_key', f.business_key,
-                                                                 'valid_from', f.valid_from,
-                                                                 'valid_to', f.valid_to)::text ORDER BY 1), '{}')
-                      FROM f)
+                   (SELECT coalesce(array_agg(x ORDER BY x), '{}')
+                      FROM (SELECT jsonb_build_object('action', f.action, 'business_key', f.business_key,
+                                                      'valid_from', f.valid_from, 'valid_to', f.valid_to)::text
+                              FROM f) fr(x))
               INTO e_feed, e_rows;
             IF check_audit THEN
                 SELECT scd2_prop.metrics(to_jsonb(a)) || jsonb_build_object('status', a.status)
