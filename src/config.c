@@ -219,6 +219,8 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR);
 	col->eqop = tc->eq_opr;
 	col->eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+	col->builtin_eq = col->eqop_sql != NULL &&
+		strncmp(col->eqop_sql, "OPERATOR(pg_catalog.", 20) == 0;
 	col->sortable = OidIsValid(tc->lt_opr);
 }
 

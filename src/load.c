@@ -29,7 +29,9 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -130,6 +132,47 @@ check_relkind(Oid relid, bool dimension)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s is not a table", scd2_relation_display_name(relid)),
 				 errhint("A dimension must be a plain or partitioned table.")));
+}
+
+/*
+ * Take the dimension's SHARE ROW EXCLUSIVE lock, waiting as long as
+ * lock_timeout allows.  When lock_timeout expires, PostgreSQL's own
+ * "canceling statement due to lock timeout" is replaced by an error that
+ * says which dimension is busy and why; any other error (statement_timeout,
+ * a deadlock, a cancel) goes through unchanged.
+ */
+static void
+lock_dimension(Oid dim_oid)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	char	   *dim_name;
+
+	if (ConditionalLockRelationOid(dim_oid, ShareRowExclusiveLock))
+		return;
+
+	dim_name = scd2_relation_display_name(dim_oid);
+	PG_TRY();
+	{
+		LockRelationOid(dim_oid, ShareRowExclusiveLock);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("dimension %s is being loaded by another session", dim_name),
+				 errdetail("The load of %s waited lock_timeout (%s) for the dimension's SHARE ROW EXCLUSIVE lock, "
+						   "held by another load or by a statement that locks the table; nothing was loaded.",
+						   dim_name, GetConfigOption("lock_timeout", false, false)),
+				 errhint("Retry when the other load has finished, or raise lock_timeout.")));
+	}
+	PG_END_TRY();
 }
 
 /* Drop the temporary work tables (quietly: some may not exist). */
@@ -280,7 +323,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	check_privileges(req->stg_oid, req->dim_oid, req->dry_run);
 
 	/* 1. Serialise loads of this dimension; readers are not blocked. */
-	LockRelationOid(req->dim_oid, ShareRowExclusiveLock);
+	lock_dimension(req->dim_oid);
 
 	pin = scd2_pin_search_path();
 	/*
@@ -310,7 +353,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	/* 4. Classify. */
 	load_exec(&st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
 	multi = (int64) SPI_processed;
-	load_exec_probing(&st, (double) m->source_rows, scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE),
+	load_exec_probing(&st, (double) m->source_rows,
+					  scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, multi > 0),
 					  SPI_OK_INSERT, "classifying staging rows");
 	load_exec(&st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 			  "moving late rows to the general path");

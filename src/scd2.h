@@ -21,6 +21,7 @@ typedef struct Scd2Column
 	char	   *collate_sql;	/* " COLLATE x" when it differs, else "" */
 	Oid			eqop;			/* default equality operator, or Invalid */
 	char	   *eqop_sql;		/* OPERATOR(schema.=) or NULL */
+	bool		builtin_eq;		/* its = is pg_catalog's (resolvable by name) */
 	bool		sortable;		/* has a default btree opclass */
 } Scd2Column;
 
@@ -100,7 +101,8 @@ extern char *scd2_sql_create_points(const Scd2Config *cfg, const char *pts);
 extern char *scd2_sql_validate(const Scd2Config *cfg);
 extern char *scd2_sql_bad_row(const Scd2Config *cfg);
 extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
-extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys);
+extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
+								bool exclude_keys);
 extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
