@@ -461,3 +461,13 @@ AS 'MODULE_PATHNAME', 'scd2_apply'
 LANGUAGE C;
 COMMENT ON PROCEDURE scd2.apply(regclass, regclass, timestamptz, bigint) IS
     'loads a staging table into a registered SCD Type 2 dimension with one MERGE; logs the run and returns its id';
+
+------------------------------------------------------------------------------
+-- As-of lookup for fact loads.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.asof(dimension regclass, at timestamptz, VARIADIC business_key "any")
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_asof'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION scd2.asof(regclass, timestamptz, "any") IS
+    'the surrogate key of the version of a business key valid at an instant (valid_from <= at < valid_to), or NULL';
