@@ -713,6 +713,13 @@ scd2_sql_change_counts(const char *chg)
  * valid_from (the as-of index, unique); insert copies carry a NULL target
  * and can never match.  An update copy that found no target is not
  * inserted: the processed count then falls short and the load fails.
+ *
+ * Order matters: the unique partial index on current rows is checked row
+ * by row and cannot be deferred, so a key's old current row must be closed
+ * before its new current version is inserted.  The source is sorted with
+ * every update copy first, and the caller runs the statement with only
+ * nested loops allowed, which keep the (outer) source order.  The physical
+ * order of the change table is no guide: its heap reuses free space.
  */
 char *
 scd2_sql_merge(const Scd2Config *cfg, const char *chg)
@@ -720,7 +727,8 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "MERGE INTO %s t USING %s s ON ", cfg->dim_sql, chg);
+	appendStringInfo(&buf, "MERGE INTO %s t USING (SELECT * FROM %s ORDER BY _tvf IS NULL) s ON ",
+					 cfg->dim_sql, chg);
 	append_key_join(&buf, cfg, "t", "s");
 	appendStringInfo(&buf, " AND t.%s %s s._tvf WHEN MATCHED THEN UPDATE SET %s = %s",
 					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, stored_vt(cfg, "s._vt"));
