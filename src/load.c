@@ -23,6 +23,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
+#include "nodes/parsenodes.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -78,9 +79,33 @@ load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 	{
 		scd2_set_local("enable_hashjoin", "off");
 		scd2_set_local("enable_mergejoin", "off");
+		/* every probe is for a different key: a cache only costs */
+		scd2_set_local("enable_memoize", "off");
 	}
 	load_exec(st, sql, expected, what);
 	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * Run a read-only statement of the load (parallel query allowed: the
+ * grouped scan of a large staging table is the load's biggest cost after
+ * the index probes).
+ */
+static void
+load_exec_parallel(LoadState *st, const char *sql, const char *what)
+{
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {st->effective_at};
+	SPIPlanPtr	plan;
+	int			rc;
+
+	plan = SPI_prepare_cursor(sql, 1, argtypes, CURSOR_OPT_PARALLEL_OK);
+	if (plan == NULL)
+		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, values, NULL, st->snap, InvalidSnapshot, true, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
 }
 
 /* The planner's idea of how many rows a table has. */
@@ -206,9 +231,12 @@ create_work_tables(const Scd2Config *cfg)
 	scd2_spi_exec(scd2_sql_create_changes(cfg, CHG_TABLE), SPI_OK_UTILITY, "creating the change table");
 }
 
-/* Step 3: NULL keys and NULL effective times are refused. */
+/*
+ * Step 3: NULL keys and NULL effective times are refused; the same scan
+ * counts the keys with several staging rows.
+ */
 static int64
-validate_staging(LoadState *st)
+validate_staging(LoadState *st, int64 *multi_keys)
 {
 	const Scd2Config *cfg = st->cfg;
 	int64		rows;
@@ -217,10 +245,11 @@ validate_staging(LoadState *st)
 	char	   *row;
 	char	   *column;
 
-	load_exec(st, scd2_sql_validate(cfg), SPI_OK_SELECT, "validating the staging table");
+	load_exec_parallel(st, scd2_sql_validate(cfg), "validating the staging table");
 	rows = scd2_spi_int8(0, 1);
 	null_keys = scd2_spi_int8(0, 2);
 	null_eff = scd2_spi_int8(0, 3);
+	*multi_keys = scd2_spi_int8(0, 4);
 	if (null_keys == 0 && null_eff == 0)
 		return rows;
 
@@ -358,11 +387,11 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	create_work_tables(cfg);
 
 	/* 3. */
-	m->source_rows = validate_staging(&st);
+	m->source_rows = validate_staging(&st, &multi);
 
 	/* 4. Classify. */
-	load_exec(&st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
-	multi = (int64) SPI_processed;
+	if (multi > 0)
+		load_exec(&st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
 	load_exec_probing(&st, (double) m->source_rows,
 					  scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, multi > 0),
 					  SPI_OK_INSERT, "classifying staging rows");

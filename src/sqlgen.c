@@ -227,22 +227,35 @@ scd2_sql_create_points(const Scd2Config *cfg, const char *pts)
 
 /* ---------- validation ---------- */
 
-/* Row count, rows with a NULL key column, rows with a NULL effective time. */
+/*
+ * One grouped scan of the staging table: row count, rows with a NULL key
+ * column, rows with a NULL effective time, and the number of keys with
+ * several rows.  A plain SELECT, so PostgreSQL may run it in parallel.
+ */
 char *
 scd2_sql_validate(const Scd2Config *cfg)
 {
 	StringInfoData buf;
+	StringInfoData nullkey;
+
+	initStringInfo(&nullkey);
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&nullkey, "%sg.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE ");
-	for (int i = 0; i < cfg->nkeys; i++)
-		appendStringInfo(&buf, "%ss.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
-	appendStringInfoString(&buf, "), ");
-	if (cfg->eff_col)
-		appendStringInfo(&buf, "pg_catalog.count(*) FILTER (WHERE s.%s IS NULL)", cfg->eff_col);
-	else
-		appendStringInfoString(&buf, "0::pg_catalog.int8");
-	appendStringInfo(&buf, " FROM %s s", cfg->stg_sql);
+	appendStringInfo(&buf,
+					 "SELECT COALESCE(pg_catalog.sum(g._n), 0)::pg_catalog.int8,"
+					 " COALESCE(pg_catalog.sum(g._n) FILTER (WHERE %s), 0)::pg_catalog.int8,"
+					 " COALESCE(pg_catalog.sum(g._ne), 0)::pg_catalog.int8,"
+					 " pg_catalog.count(*) FILTER (WHERE g._n > 1 AND NOT (%s))"
+					 " FROM (SELECT ", nullkey.data, nullkey.data);
+	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(&buf, ", pg_catalog.count(*) AS _n,"
+						   " pg_catalog.count(*) FILTER (WHERE s._t IS NULL) AS _ne FROM ");
+	append_normalized_staging(&buf, cfg);
+	appendStringInfoString(&buf, " s GROUP BY ");
+	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(&buf, ") g");
 	return buf.data;
 }
 
@@ -716,10 +729,11 @@ scd2_sql_change_counts(const char *chg)
  *
  * Order matters: the unique partial index on current rows is checked row
  * by row and cannot be deferred, so a key's old current row must be closed
- * before its new current version is inserted.  The source is sorted with
- * every update copy first, and the caller runs the statement with only
- * nested loops allowed, which keep the (outer) source order.  The physical
- * order of the change table is no guide: its heap reuses free space.
+ * before its new current version is inserted.  The source is every update
+ * copy, then every insert copy (UNION ALL: an Append runs its inputs in
+ * order, with no sort), and the caller runs the statement with only nested
+ * loops allowed, which keep the (outer) source order.  The physical order
+ * of the change table is no guide: its heap reuses free space.
  */
 char *
 scd2_sql_merge(const Scd2Config *cfg, const char *chg)
@@ -727,8 +741,9 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "MERGE INTO %s t USING (SELECT * FROM %s ORDER BY _tvf IS NULL) s ON ",
-					 cfg->dim_sql, chg);
+	appendStringInfo(&buf, "MERGE INTO %s t USING (SELECT * FROM %s WHERE _tvf IS NOT NULL"
+					 " UNION ALL SELECT * FROM %s WHERE _tvf IS NULL) s ON ",
+					 cfg->dim_sql, chg, chg);
 	append_key_join(&buf, cfg, "t", "s");
 	appendStringInfo(&buf, " AND t.%s %s s._tvf WHEN MATCHED THEN UPDATE SET %s = %s",
 					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, stored_vt(cfg, "s._vt"));
