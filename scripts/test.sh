@@ -9,7 +9,8 @@ source "$(dirname "$0")/lib.sh"
 ensure_deps
 build_install
 cluster_start "shared_preload_libraries = 'pg_cron'
-cron.database_name = 'postgres'"
+cron.database_name = 'postgres'
+cron.host = '$SCD2_RUN_DIR'"
 trap cluster_stop EXIT
 
 passed=0 failed=0 broken=""

@@ -1,0 +1,16 @@
+{#-
+  One-time creation of a dimension shaped after a staging model:
+    dbt run-operation scd2_create_dimension \
+      --args '{dimension: marts.dim_customer, staging: stg_customer, business_key: [customer_id]}'
+-#}
+{% macro scd2_create_dimension(dimension, staging, business_key) %}
+  {%- set staging_relation = ref(staging) -%}
+  {%- set keys = [] -%}
+  {%- for k in business_key -%}{%- do keys.append("'" ~ k ~ "'") -%}{%- endfor -%}
+  {%- set sql -%}
+    select scd2.create_dimension('{{ dimension }}', '{{ staging_relation }}', array[{{ keys | join(', ') }}]::name[])
+  {%- endset -%}
+  {% do run_query(sql) %}
+  {% do adapter.commit() %}
+  {{ log("scd2: created and registered " ~ dimension ~ " from " ~ staging_relation, info=True) }}
+{% endmacro %}

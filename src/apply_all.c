@@ -1,0 +1,279 @@
+/*
+ * apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
+ * dimension from its registered default staging table, for one scheduled
+ * job (pg_cron).
+ *
+ * Called at top level (psql, pg_cron) the procedure is non-atomic and
+ * commits after every dimension: each load runs in a subtransaction, a
+ * failed one leaves a committed audit row with status 'error' and a
+ * WARNING, and the next dimension is loaded all the same.  When every
+ * dimension has been tried and any failed, the procedure raises an error
+ * naming them, so the job's run is reported as failed; what did load stays
+ * committed.
+ *
+ * Inside a transaction block (or called from a function) it cannot commit:
+ * it is atomic with the caller, like scd2.apply, and the first failing
+ * load raises its error, so the caller's transaction keeps all of the
+ * loads or none.
+ *
+ * Dimensions without a registered staging table are skipped with a NOTICE;
+ * a closing NOTICE counts the loaded, failed and skipped dimensions.  (No
+ * INOUT result: PL/pgSQL can only CALL a procedure with output parameters
+ * by passing variables for them, and a scheduled job's procedure should be
+ * callable as plainly as CALL scd2.apply_all().)
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(scd2_apply_all);
+
+/* One registered dimension, as read before the first load. */
+typedef struct Target
+{
+	Oid			dim_oid;
+	Oid			stg_oid;		/* InvalidOid: no default staging table */
+	char	   *dim_name;		/* qualified, quoted as in the audit log */
+	char	   *stg_name;
+} Target;
+
+/* Registered dimensions in a stable order (schema, then table name). */
+static Target *
+read_targets(int *ntargets)
+{
+	int			pin = scd2_pin_search_path();
+	Target	   *targets;
+	int			rc;
+
+	rc = SPI_execute("SELECT d.dimension::pg_catalog.oid, d.staging::pg_catalog.oid,"
+					 " pg_catalog.format('%I.%I', n.nspname, c.relname),"
+					 " (SELECT pg_catalog.format('%I.%I', sn.nspname, s.relname)"
+					 "    FROM pg_catalog.pg_class s"
+					 "    JOIN pg_catalog.pg_namespace sn ON sn.oid OPERATOR(pg_catalog.=) s.relnamespace"
+					 "   WHERE s.oid OPERATOR(pg_catalog.=) d.staging)"
+					 " FROM scd2.dimensions d"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.dimension"
+					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+					 " ORDER BY n.nspname, c.relname",
+					 true, 0);
+	scd2_unpin(pin);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the registry failed: %s", SPI_result_code_string(rc));
+
+	*ntargets = (int) SPI_processed;
+	targets = palloc0(sizeof(Target) * Max(*ntargets, 1));
+	for (int i = 0; i < *ntargets; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		targets[i].dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		targets[i].stg_oid = isnull ? InvalidOid : DatumGetObjectId(d);
+		targets[i].dim_name = SPI_getvalue(tup, desc, 3);
+		targets[i].stg_name = SPI_getvalue(tup, desc, 4);
+		if (targets[i].stg_name == NULL)
+			targets[i].stg_oid = InvalidOid;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return targets;
+}
+
+/* CONTEXT line of an error raised while loading one dimension. */
+static void
+apply_all_error_context(void *arg)
+{
+	const Target *t = (const Target *) arg;
+
+	errcontext("scd2.apply_all loading %s from %s", t->dim_name, t->stg_name);
+}
+
+/* One load and its success row (both inside the caller's transaction). */
+static void
+load_one(const Target *t, TimestampTz effective_at)
+{
+	ErrorContextCallback errcb;
+	Scd2LoadRequest req;
+	Scd2LoadResult res;
+	TimestampTz started_at = GetCurrentTimestamp();
+
+	errcb.callback = apply_all_error_context;
+	errcb.arg = (void *) t;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	memset(&req, 0, sizeof(req));
+	memset(&res, 0, sizeof(res));
+	req.stg_oid = t->stg_oid;
+	req.dim_oid = t->dim_oid;
+	req.effective_at = effective_at;
+	scd2_run_load(&req, &res);
+	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", effective_at,
+							started_at, &res.metrics, NULL);
+	scd2_notice_metrics(res.dim_name, &res.metrics, false);
+
+	error_context_stack = errcb.previous;
+}
+
+/*
+ * Top level: the load in a subtransaction; a failure becomes an error row
+ * and a WARNING.  Returns the error (copied into cxt), or NULL on success.
+ * The caller commits either way.
+ */
+static ErrorData *
+load_one_nonatomic(const Target *t, TimestampTz effective_at, MemoryContext cxt)
+{
+	ResourceOwner oldowner = CurrentResourceOwner;
+	TimestampTz started_at = GetCurrentTimestamp();
+	ErrorData  *edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		load_one(t, effective_at);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		Scd2Metrics none;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = oldowner;
+
+		memset(&none, 0, sizeof(none));
+		(void) scd2_audit_write(t->dim_name, t->stg_name, "error", effective_at,
+								started_at, &none, edata->message);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("scd2: loading %s failed: %s", t->dim_name, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->hint ? errhint("%s", edata->hint) : 0,
+				 errcontext("scd2.apply_all loading %s from %s; the error is in scd2.audit_log and the other dimensions are loaded",
+							t->dim_name, t->stg_name)));
+	}
+	PG_END_TRY();
+	return edata;
+}
+
+Datum
+scd2_apply_all(PG_FUNCTION_ARGS)
+{
+	bool		nonatomic = fcinfo->context && IsA(fcinfo->context, CallContext) &&
+		!castNode(CallContext, fcinfo->context)->atomic;
+	TimestampTz effective_at;
+	Target	   *targets;
+	int			ntargets;
+	int			loaded = 0,
+				skipped = 0,
+				failed = 0;
+	int			first_errcode = 0;
+	StringInfoData failures;
+	MemoryContext cxt;
+	MemoryContext loadcxt;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("effective_at must not be NULL"),
+				 errhint("Leave it out to load at now(), or pass the instant the changes take effect.")));
+	effective_at = PG_GETARG_TIMESTAMPTZ(0);
+
+	if (SPI_connect_ext(nonatomic ? SPI_OPT_NONATOMIC : 0) != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+
+	/*
+	 * SPI's procedure context outlives the commits of a non-atomic call; the
+	 * memory of each load goes in a child of it, reset after the load.
+	 */
+	cxt = CurrentMemoryContext;
+	loadcxt = AllocSetContextCreate(cxt, "scd2 apply_all load", ALLOCSET_DEFAULT_SIZES);
+	initStringInfo(&failures);
+	targets = read_targets(&ntargets);
+
+	for (int i = 0; i < ntargets; i++)
+	{
+		const Target *t = &targets[i];
+
+		CHECK_FOR_INTERRUPTS();
+		if (!OidIsValid(t->stg_oid))
+		{
+			ereport(NOTICE,
+					(errmsg("scd2: %s has no registered staging table, skipped", t->dim_name),
+					 errhint("Register one with scd2.register(..., staging => ...), or load it with scd2.apply.")));
+			skipped++;
+			continue;
+		}
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->dim_oid)) ||
+			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->stg_oid)))
+		{
+			ereport(NOTICE,
+					(errmsg("scd2: %s or its staging table %s was dropped, skipped",
+							t->dim_name, t->stg_name)));
+			skipped++;
+			continue;
+		}
+
+		MemoryContextSwitchTo(loadcxt);
+		if (nonatomic)
+		{
+			ErrorData  *edata = load_one_nonatomic(t, effective_at, loadcxt);
+
+			MemoryContextSwitchTo(cxt);
+			if (edata == NULL)
+				loaded++;
+			else
+			{
+				if (failed++ == 0)
+					first_errcode = edata->sqlerrcode;
+				appendStringInfo(&failures, "%s%s: %s", failures.len > 0 ? "; " : "",
+								 t->dim_name, edata->message);
+			}
+			/* This dimension's load, or its error row, is kept. */
+			SPI_commit();
+		}
+		else
+		{
+			load_one(t, effective_at);
+			MemoryContextSwitchTo(cxt);
+			loaded++;
+		}
+		MemoryContextReset(loadcxt);
+	}
+
+	ereport(NOTICE,
+			(errmsg("scd2.apply_all: %d loaded, %d failed, %d skipped of %d registered dimensions",
+					loaded, failed, skipped, ntargets)));
+	if (failed > 0)
+		ereport(ERROR,
+				(errcode(first_errcode),
+				 errmsg_plural("scd2.apply_all: %d of %d dimensions failed to load",
+							   "scd2.apply_all: %d of %d dimensions failed to load",
+							   failed, failed, ntargets),
+				 errdetail_internal("%s", failures.data),
+				 errhint("The error rows are in scd2.audit_log; the dimensions that loaded are committed.")));
+
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scd2 integration tests: where users run it.
+#   pg_cron.sh       scheduled CALL scd2.apply / scd2.apply_all under pg_cron
+#   dbt_replay.sh    the statements dbt-postgres sends for a table model
+#                    with a post-hook (inside the transaction, after_commit)
+#   dump_restore.sh  pg_dump -Fc / pg_restore of registered dimensions
+# Needs a running server (PGHOST, PGPORT, PGUSER: a superuser) with scd2
+# installed and pg_cron preloaded (cron.database_name = 'postgres'), as
+# scripts/test.sh starts it.  pg_cron.sh waits for the scheduler (up to a
+# minute with pg_cron 1.4), so it runs in the background while the others
+# run; the scripts use separate databases.  Prints every script's output,
+# then one line `integration: N passed, M failed`.
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+started=$SECONDS
+"$here/pg_cron.sh" >"$out/pg_cron" 2>&1 &
+cron_pid=$!
+"$here/dbt_replay.sh" >"$out/dbt_replay" 2>&1
+"$here/dump_restore.sh" >"$out/dump_restore" 2>&1
+wait "$cron_pid"
+
+passed=0 failed=0
+for t in pg_cron dbt_replay dump_restore; do
+    echo "== $t"
+    cat "$out/$t"
+    line=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed$' "$out/$t" | tail -1)
+    if [ -z "$line" ]; then
+        echo "$t: no result line (the script broke)"
+        failed=$((failed + 1))
+        continue
+    fi
+    p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
+    f=$(sed -E 's/.* ([0-9]+) failed$/\1/' <<<"$line")
+    passed=$((passed + p))
+    failed=$((failed + f))
+done
+echo "# $((SECONDS - started))s"
+echo "integration: $passed passed, $failed failed"
+[ "$failed" = 0 ]
