@@ -17,6 +17,14 @@
  * scd2.register creates does, through INCLUDE) the probe is index-only
  * wherever the visibility map allows; otherwise it reads the heap tuple.
  *
+ * Bulk mode: after scd2.asof_bulk_threshold calls under one snapshot (or a
+ * tenth of a smaller dimension's rows), the call site builds once an
+ * in-memory map of the dimension's visible versions (one ordered walk of the
+ * same index, same visibility rules) and answers from it: a hash lookup and
+ * a binary search per call.  It is only built when it fits in work_mem *
+ * hash_mem_multiplier, and lives as long as the open scan (see build_map).
+ * Each process of a parallel query builds its own.
+ *
  * Key arguments: an argument whose type is the column's type (or a domain
  * over it, or binary coercible to the index's operator class type) is used
  * as is; an argument of another type is used through a cross-type operator
@@ -47,6 +55,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/htup_details.h"
 #include "access/itup.h"
 #include "access/relscan.h"
@@ -59,6 +68,8 @@
 #include "catalog/pg_class_d.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/nodeHash.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
@@ -66,6 +77,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "portability/instr_time.h"
 #include "parser/parse_coerce.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -74,8 +86,10 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/date.h"
 #include "utils/fmgroids.h"
+#include "utils/float.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -109,6 +123,12 @@ static const struct config_enum_entry asof_on_missing_options[] = {
 
 static int	asof_on_missing = ASOF_MISSING_NULL;
 
+/* scd2.asof_bulk_threshold: calls of one query before the in-memory map */
+static int	asof_bulk_threshold = 50000;
+
+/* A smaller dimension switches earlier: after rows / 10 calls, at least this. */
+#define ASOF_BULK_MIN_CALLS 1000
+
 /* How one key argument becomes a scan key argument. */
 typedef enum KeyConv
 {
@@ -130,7 +150,55 @@ typedef struct AsofKey
 	Oid			convioparam;	/* KEY_INPUT */
 	int			convnargs;		/* KEY_CAST: 1, 2 or 3 */
 	Oid			argoutfn;		/* output function of argtype, for messages */
+	FmgrInfo	hash_col;		/* bulk mode: hash of a column value, and */
+	FmgrInfo	hash_arg;		/* the compatible hash of an argument value */
 } AsofKey;
+
+/*
+ * Bulk mode: the dimension's visible versions in memory, built by one ordered
+ * walk of the as-of index.  Per business key (a hash table of keys) the
+ * versions are contiguous in "versions", in ascending valid_from order; a
+ * key's versions end where the next key's start.
+ */
+typedef struct AsofVersion
+{
+	int64		vf;				/* valid_from (a date widened to int64) */
+	int64		vt;				/* valid_to; ASOF_VT_OPEN if NULL or infinity,
+								 * ASOF_VT_NEVER if the surrogate key is NULL */
+	int64		sk;
+} AsofVersion;
+
+#define ASOF_VT_OPEN	PG_INT64_MAX
+#define ASOF_VT_NEVER	PG_INT64_MIN
+
+typedef struct AsofMapKey
+{
+	uint32		hash;
+	uint32		first;			/* its first version */
+	Datum		values[FLEXIBLE_ARRAY_MEMBER];	/* the key, as in the index */
+} AsofMapKey;
+
+typedef struct AsofMap
+{
+	char	   *keys;			/* AsofMapKey entries, keysize bytes apart */
+	Size		keysize;
+	uint32		nkeys;
+	uint32		maxkeys;
+	AsofVersion *versions;
+	uint32		nversions;
+	uint32		maxversions;
+	uint32	   *buckets;		/* key index + 1, 0 = empty; linear probing */
+	uint32		mask;
+} AsofMap;
+
+#define MAP_KEY(m, i)	((AsofMapKey *) ((m)->keys + (Size) (i) * (m)->keysize))
+
+typedef enum AsofMapState
+{
+	MAP_NONE,					/* probing; not tried yet for this snapshot */
+	MAP_READY,					/* built: look up in memory */
+	MAP_FAILED					/* too large, or not possible: keep probing */
+} AsofMapState;
 
 /*
  * Everything derived from the registry for one call site, valid for one
@@ -168,21 +236,34 @@ typedef struct AsofCache
 
 	ScanKeyData scankeys[INDEX_MAX_KEYS];	/* only sk_argument changes */
 
+	/* bulk mode */
+	bool		bulk_ok;		/* every key column has compatible hash functions */
+	double		est_rows;		/* the dimension's estimated row count */
+	int64		bulk_trigger;	/* calls before building the map; 0 = never */
+
 	/*
 	 * The open scan, kept across calls (see asof_open).  Its relcache
 	 * references, buffer pins and tuple descriptor references belong to a
 	 * resource owner of its own.
 	 */
 	bool		open;
+	MemoryContext opencxt;		/* the scan's memory and the map's, while open */
+	MemoryContextCallback opencb;
 	ResourceOwner owner;
 	Relation	heap;
 	Relation	index;
 	IndexScanDesc scan;
 	Snapshot	snapshot;		/* the scan's */
+	SnapshotData snap;			/* a copy of it when the scan was opened */
 	TupleTableSlot *slot;
 	Buffer		vmbuffer;
 	dlist_node	node;			/* in open_caches while open */
 	MemoryContextCallback cb;	/* closes it when the cache goes away */
+
+	/* calls under this snapshot, and the map built from it (in opencxt) */
+	int64		ncalls;
+	AsofMapState map_state;
+	AsofMap    *map;
 } AsofCache;
 
 /* Caches with an open scan, closed at (sub)transaction end. */
@@ -196,6 +277,8 @@ static void asof_xact_callback(XactEvent event, void *arg);
 static void asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								  SubTransactionId parentSubid, void *arg);
 static void asof_cache_reset(void *arg);
+static void asof_opencxt_gone(void *arg);
+static void prepare_btree_scan(IndexScanDesc scan);
 
 PG_FUNCTION_INFO_V1(scd2_asof);
 
@@ -211,6 +294,18 @@ scd2_asof_init_gucs(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("scd2.asof_bulk_threshold",
+							"Calls of scd2.asof in one query after which it looks versions up in an in-memory map of the dimension.",
+							"The map is built once per query and snapshot by one walk of the as-of index, when it fits in work_mem * hash_mem_multiplier; "
+							"a dimension of fewer than 10 times this many rows switches after rows / 10 calls (at least 1000). "
+							"0 never builds it; 1 builds it at the first call.",
+							&asof_bulk_threshold,
+							50000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
 }
 
 /* The dimension's name as regclass prints it (qualified when not visible). */
@@ -535,6 +630,27 @@ setup_key(AsofCache *c, Relation index, int i, Oid argtype)
 
 	getTypeOutputInfo(argtype == UNKNOWNOID ? CSTRINGOID : argtype, &k->argoutfn, &isvarlena);
 
+	/*
+	 * Bulk mode hashes keys with the hash functions of this equality
+	 * operator's hash operator family (as a hash join on it would): the
+	 * column side's for the values in the index, the argument side's for the
+	 * values looked up, which the family guarantees to agree whenever the
+	 * operator says equal (under the index column's collation, which is
+	 * passed to both).  Without them, no bulk mode.
+	 */
+	{
+		RegProcedure lhs,
+					rhs;
+
+		if (get_op_hash_functions(eqop, &lhs, &rhs))
+		{
+			fmgr_info_cxt(lhs, &k->hash_col, c->cxt);
+			fmgr_info_cxt(rhs, &k->hash_arg, c->cxt);
+		}
+		else
+			c->bulk_ok = false;
+	}
+
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(c->cxt);
 
@@ -631,6 +747,17 @@ build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 				 errhint("Use a join on the business key and the validity columns instead.")));
 
 	choose_index(c, heap);
+
+	/* bulk mode: when it may switch, and whether it can */
+	c->bulk_ok = true;
+	c->est_rows = heap->rd_rel->reltuples;
+	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
+		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
+	if (asof_bulk_threshold <= 0)
+		c->bulk_trigger = 0;
+	else
+		c->bulk_trigger = (int64) Min((double) asof_bulk_threshold,
+									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
 
 	/* key arguments */
 	nargs = PG_NARGS() - 2;
@@ -794,19 +921,41 @@ asof_open(AsofCache *c, Snapshot snapshot)
 	c->open = true;
 	dlist_push_head(&open_caches, &c->node);
 
-	oldcxt = MemoryContextSwitchTo(c->cxt);
+	/*
+	 * The scan's memory (and the map's) in a context of its own, freed when
+	 * the scan is closed: a call site that reopens its scan at every call (a
+	 * PL/pgSQL loop whose statements each take a new snapshot) stays flat.
+	 */
+	c->opencxt = AllocSetContextCreate(c->cxt, "scd2.asof scan", ALLOCSET_DEFAULT_SIZES);
+	c->opencb.func = asof_opencxt_gone;
+	c->opencb.arg = c;
+	MemoryContextRegisterResetCallback(c->opencxt, &c->opencb);
+	c->ncalls = 0;
+	c->map_state = MAP_NONE;
+	c->map = NULL;
+
+	oldcxt = MemoryContextSwitchTo(c->opencxt);
 	CurrentResourceOwner = c->owner;
 	PG_TRY();
 	{
 		c->heap = table_open(c->relid, NoLock);
 		c->index = index_open(c->indexid, NoLock);
+
 		c->snapshot = snapshot;
+		c->snap = *snapshot;	/* what it is now, to see it change */
+		c->snap.xip = palloc(sizeof(TransactionId) * Max(snapshot->xcnt, 1));
+		if (snapshot->xcnt > 0)
+			memcpy(c->snap.xip, snapshot->xip, sizeof(TransactionId) * snapshot->xcnt);
+		c->snap.subxip = palloc(sizeof(TransactionId) * Max(snapshot->subxcnt, 1));
+		if (snapshot->subxcnt > 0)
+			memcpy(c->snap.subxip, snapshot->subxip, sizeof(TransactionId) * snapshot->subxcnt);
 #if PG_VERSION_NUM >= 180000
-		c->scan = index_beginscan(c->heap, c->index, snapshot, NULL, c->nkeys + 1, 0);
+		c->scan = index_beginscan(c->heap, c->index, c->snapshot, NULL, c->nkeys + 1, 0);
 #else
-		c->scan = index_beginscan(c->heap, c->index, snapshot, c->nkeys + 1, 0);
+		c->scan = index_beginscan(c->heap, c->index, c->snapshot, c->nkeys + 1, 0);
 #endif
 		c->scan->xs_want_itup = c->index_only;
+		prepare_btree_scan(c->scan);
 		c->slot = table_slot_create(c->heap, NULL);
 		c->vmbuffer = InvalidBuffer;
 	}
@@ -835,6 +984,11 @@ asof_close(AsofCache *c)
 	ResourceOwnerRelease(c->owner, RESOURCE_RELEASE_AFTER_LOCKS, false, true);
 	ResourceOwnerDelete(c->owner);
 	c->owner = NULL;
+	if (c->opencxt != NULL)
+		MemoryContextDelete(c->opencxt);	/* asof_opencxt_gone clears it */
+	c->map = NULL;
+	c->map_state = MAP_NONE;
+	c->ncalls = 0;
 	c->heap = NULL;
 	c->index = NULL;
 	c->scan = NULL;
@@ -883,6 +1037,35 @@ asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	(void) arg;
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		asof_close_all();
+}
+
+/*
+ * The open scan's memory is going away: closed, or its parent (the cache's)
+ * is being deleted, which deletes its children before calling
+ * asof_cache_reset.
+ */
+static void
+asof_opencxt_gone(void *arg)
+{
+	AsofCache  *c = (AsofCache *) arg;
+
+	c->opencxt = NULL;
+	c->map = NULL;
+}
+
+/*
+ * btgettuple allocates its array of killed items lazily, in the memory
+ * context current at the time, which for us is a per-call context: allocate
+ * it now, with the scan.
+ */
+static void
+prepare_btree_scan(IndexScanDesc scan)
+{
+	BTScanOpaque so = (BTScanOpaque) scan->opaque;
+
+	Assert(scan->indexRelation->rd_rel->relam == BTREE_AM_OID);
+	if (so->killedItems == NULL)
+		so->killedItems = (int *) palloc(MaxTIDsPerBTreePage * sizeof(int));
 }
 
 /* The cache's memory is going away (end of query, or rebuilt). */
@@ -964,7 +1147,439 @@ probe(AsofCache *c, Datum atv, int64 *sk)
 	return found;
 }
 
-/* Probe with the scan open and its resource owner current. */
+/*
+ * Bulk mode.
+ *
+ * After many calls under one snapshot (scd2.asof_bulk_threshold, or a tenth
+ * of a smaller dimension's rows), the call site walks the whole as-of index
+ * once, in order, with the scan's snapshot (index-only where the visibility
+ * map allows, as the probe), and keeps every visible version in memory:
+ * a hash table of business keys, each with its versions in ascending
+ * valid_from order.  A call is then a hash lookup and a binary search,
+ * giving exactly what the probe would: the latest visible version starting
+ * at or before the instant, if it is still valid then.  The map lives in the
+ * scan's memory context, so it goes away with the scan: at the end of the
+ * query, when the snapshot changes, when the cache is rebuilt (another
+ * command or transaction), and at (sub)transaction end.  It is only built
+ * when the estimated size fits in work_mem * hash_mem_multiplier, and the
+ * build is abandoned (the call site keeps probing) when the real size does
+ * not.
+ */
+
+/* valid_from / valid_to as int64, ordered as the btree orders them */
+static inline int64
+time_value(AsofCache *c, Datum d)
+{
+	if (c->vftype == DATEOID)
+		return (int64) DatumGetDateADT(d);
+	return DatumGetInt64(d);
+}
+
+static uint32
+hash_key(AsofCache *c, const Datum *values, bool column_side)
+{
+	uint32		h = 0;
+
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		AsofKey    *k = &c->keys[i];
+		Datum		hd;
+
+		hd = FunctionCall1Coll(column_side ? &k->hash_col : &k->hash_arg,
+							   c->scankeys[i].sk_collation, values[i]);
+		h = hash_combine(h, DatumGetUInt32(hd));
+	}
+	return h;
+}
+
+/* Is the walk's key the current group's key (btree comparison)? */
+static bool
+same_key(AsofCache *c, const Datum *stored, const Datum *values)
+{
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		FmgrInfo   *cmp = index_getprocinfo(c->index, i + 1, BTORDER_PROC);
+
+		if (DatumGetInt32(FunctionCall2Coll(cmp, c->index->rd_indcollation[i],
+											stored[i], values[i])) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* The versions of the last key, ascending (the walk gave them descending). */
+static void
+finish_key(AsofCache *c, AsofMap *m)
+{
+	if (ScanDirectionIsForward(c->direction) && m->nkeys > 0)
+	{
+		uint32		lo = MAP_KEY(m, m->nkeys - 1)->first;
+		uint32		hi = m->nversions;
+
+		while (hi > lo + 1)
+		{
+			AsofVersion tmp = m->versions[lo];
+
+			m->versions[lo++] = m->versions[--hi];
+			m->versions[hi] = tmp;
+		}
+	}
+}
+
+/* Does the map's memory stay within the limit, with "more" bytes to come? */
+static bool
+map_fits(MemoryContext mapcxt, Size more, Size limit)
+{
+	return MemoryContextMemAllocated(mapcxt, true) + more <= limit;
+}
+
+/*
+ * Add one index entry (in index order) to the map.  Returns false when the
+ * map outgrows the memory limit.
+ */
+static bool
+map_add(AsofCache *c, AsofMap *m, MemoryContext mapcxt, Size limit,
+		const Datum *values, const bool *isnull,
+		Datum vf, bool vfnull, Datum vt, bool vtnull, Datum sk, bool sknull)
+{
+	AsofVersion v;
+	AsofMapKey *cur = m->nkeys > 0 ? MAP_KEY(m, m->nkeys - 1) : NULL;
+
+	/* entries the probe's scan keys can never match */
+	for (int i = 0; i < c->nkeys; i++)
+		if (isnull[i])
+			return true;
+	if (vfnull)
+		return true;
+
+	v.vf = time_value(c, vf);
+	if (vtnull)
+		v.vt = ASOF_VT_OPEN;
+	else if (c->vftype == DATEOID)
+		v.vt = DATE_IS_NOEND(DatumGetDateADT(vt)) ? ASOF_VT_OPEN : (int64) DatumGetDateADT(vt);
+	else
+		v.vt = DatumGetInt64(vt);	/* TIMESTAMP_IS_NOEND is ASOF_VT_OPEN */
+	v.sk = sknull ? 0 : sk_value(c, sk);
+	if (sknull)
+		v.vt = ASOF_VT_NEVER;	/* found by the probe, but gives NULL */
+
+	if (cur == NULL || !same_key(c, cur->values, values))
+	{
+		TupleDesc	idesc = RelationGetDescr(c->index);
+		MemoryContext oldcxt;
+
+		finish_key(c, m);
+		if (m->nkeys == m->maxkeys)
+		{
+			if (m->maxkeys >= PG_UINT32_MAX / 2 ||
+				!map_fits(mapcxt, m->keysize * m->maxkeys, limit))
+				return false;
+			m->maxkeys *= 2;
+			m->keys = repalloc_huge(m->keys, m->keysize * m->maxkeys);
+		}
+		cur = MAP_KEY(m, m->nkeys);
+		m->nkeys++;
+		cur->first = m->nversions;
+		oldcxt = MemoryContextSwitchTo(mapcxt);
+		for (int i = 0; i < c->nkeys; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(idesc, i);
+
+			cur->values[i] = datumCopy(values[i], att->attbyval, att->attlen);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		cur->hash = hash_key(c, cur->values, true);
+		if ((m->nkeys & 4095) == 0 && !map_fits(mapcxt, 0, limit))
+			return false;
+	}
+	else if (m->nversions > cur->first && m->versions[m->nversions - 1].vf == v.vf)
+	{
+		/*
+		 * The same valid_from twice (the index is not unique): keep the one
+		 * the probe would find first, the last in index order when it walks
+		 * backwards, the first when it walks forwards.
+		 */
+		if (ScanDirectionIsBackward(c->direction))
+			m->versions[m->nversions - 1] = v;
+		return true;
+	}
+
+	if (m->nversions == m->maxversions)
+	{
+		if (m->maxversions >= PG_UINT32_MAX / 2 ||
+			!map_fits(mapcxt, sizeof(AsofVersion) * m->maxversions, limit))
+			return false;
+		m->maxversions *= 2;
+		m->versions = repalloc_huge(m->versions, sizeof(AsofVersion) * m->maxversions);
+	}
+	m->versions[m->nversions++] = v;
+	return true;
+}
+
+/*
+ * Build the map from the open scan's relations and snapshot, with its
+ * resource owner current.  Sets c->map_state to MAP_READY or MAP_FAILED.
+ */
+static void
+build_map(AsofCache *c)
+{
+	Size		limit = get_hash_memory_limit();
+	MemoryContext mapcxt;
+	MemoryContext tmpcxt;
+	MemoryContext oldcxt;
+	AsofMap    *m;
+	IndexScanDesc scan;
+	bool		ok = true;
+	uint64		nentries = 0;
+	uint32		nbuckets;
+	instr_time	start;
+	instr_time	duration;
+
+	c->map_state = MAP_FAILED;	/* unless it completes */
+	if (!c->bulk_ok)
+		return;
+	if (c->est_rows * sizeof(AsofVersion) > (double) limit)
+	{
+		elog(DEBUG1, "scd2.asof: dimension \"%s\" is too large for an in-memory map (about %.0f rows, limit %zu bytes)",
+			 c->relname, c->est_rows, limit);
+		return;
+	}
+	INSTR_TIME_SET_CURRENT(start);
+
+	mapcxt = AllocSetContextCreate(c->opencxt, "scd2.asof map", ALLOCSET_DEFAULT_SIZES);
+	tmpcxt = AllocSetContextCreate(mapcxt, "scd2.asof map build", ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(mapcxt);
+
+	m = palloc0(sizeof(AsofMap));
+	m->keysize = MAXALIGN(offsetof(AsofMapKey, values) + sizeof(Datum) * c->nkeys);
+	m->maxkeys = 1024;
+	m->keys = MemoryContextAllocHuge(mapcxt, m->keysize * m->maxkeys);
+	m->maxversions = (uint32) Min(c->est_rows * 1.05 + 1024,
+								  Min((double) (PG_UINT32_MAX / 4), (double) limit / sizeof(AsofVersion)));
+	m->versions = MemoryContextAllocHuge(mapcxt, sizeof(AsofVersion) * m->maxversions);
+
+#if PG_VERSION_NUM >= 180000
+	scan = index_beginscan(c->heap, c->index, c->snapshot, NULL, 0, 0);
+#else
+	scan = index_beginscan(c->heap, c->index, c->snapshot, 0, 0);
+#endif
+	scan->xs_want_itup = c->index_only;
+	prepare_btree_scan(scan);
+	index_rescan(scan, NULL, 0, NULL, 0);
+
+	/* the whole dimension is read: a serializable reader depends on all of it */
+	PredicateLockRelation(c->heap, c->snapshot);
+
+	MemoryContextSwitchTo(tmpcxt);
+	for (;;)
+	{
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+		Datum		vf,
+					vt = (Datum) 0,
+					sk = (Datum) 0;
+		bool		vfnull,
+					vtnull = true,
+					sknull = true;
+
+		if ((++nentries & 1023) == 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			MemoryContextReset(tmpcxt);
+		}
+
+		if (c->index_only)
+		{
+			ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
+
+			if (tid == NULL)
+				break;
+			if (!VM_ALL_VISIBLE(c->heap, ItemPointerGetBlockNumber(tid), &c->vmbuffer))
+			{
+				if (!index_fetch_heap(scan, c->slot))
+					continue;
+				ExecClearTuple(c->slot);
+				if (scan->xs_heap_continue)
+					elog(ERROR, "non-MVCC snapshots are not supported by scd2.asof");
+			}
+			if (scan->xs_itup != NULL)
+			{
+				for (int i = 0; i < c->nkeys; i++)
+					values[i] = index_getattr(scan->xs_itup, i + 1, scan->xs_itupdesc, &isnull[i]);
+				vf = index_getattr(scan->xs_itup, c->nkeys + 1, scan->xs_itupdesc, &vfnull);
+				vt = index_getattr(scan->xs_itup, c->vt_idxatt, scan->xs_itupdesc, &vtnull);
+				sk = index_getattr(scan->xs_itup, c->sk_idxatt, scan->xs_itupdesc, &sknull);
+			}
+			else if (scan->xs_hitup != NULL)
+			{
+				for (int i = 0; i < c->nkeys; i++)
+					values[i] = heap_getattr(scan->xs_hitup, i + 1, scan->xs_hitupdesc, &isnull[i]);
+				vf = heap_getattr(scan->xs_hitup, c->nkeys + 1, scan->xs_hitupdesc, &vfnull);
+				vt = heap_getattr(scan->xs_hitup, c->vt_idxatt, scan->xs_hitupdesc, &vtnull);
+				sk = heap_getattr(scan->xs_hitup, c->sk_idxatt, scan->xs_hitupdesc, &sknull);
+			}
+			else
+				elog(ERROR, "no data returned for index-only scan");
+		}
+		else
+		{
+			if (!index_getnext_slot(scan, ForwardScanDirection, c->slot))
+				break;
+			for (int i = 0; i < c->nkeys; i++)
+				values[i] = slot_getattr(c->slot, c->keys[i].attnum, &isnull[i]);
+			vf = slot_getattr(c->slot, c->vf_attnum, &vfnull);
+			vt = slot_getattr(c->slot, c->vt_attnum, &vtnull);
+			sk = slot_getattr(c->slot, c->sk_attnum, &sknull);
+		}
+
+		if (!map_add(c, m, mapcxt, limit, values, isnull, vf, vfnull, vt, vtnull, sk, sknull))
+		{
+			ok = false;
+			break;
+		}
+	}
+	if (!c->index_only)
+		ExecClearTuple(c->slot);
+	index_endscan(scan);
+	MemoryContextSwitchTo(mapcxt);
+	MemoryContextDelete(tmpcxt);
+
+	if (ok)
+	{
+		finish_key(c, m);
+		/* give back the arrays' slack, then a table at most half full */
+		m->keys = repalloc_huge(m->keys, m->keysize * Max(m->nkeys, 1));
+		m->versions = repalloc_huge(m->versions, sizeof(AsofVersion) * Max(m->nversions, 1));
+		nbuckets = 16;
+		while (nbuckets < (uint64) m->nkeys * 2)
+			nbuckets *= 2;
+		ok = map_fits(mapcxt, sizeof(uint32) * nbuckets, limit);
+	}
+	if (ok)
+	{
+		m->mask = nbuckets - 1;
+		m->buckets = MemoryContextAllocHuge(mapcxt, sizeof(uint32) * nbuckets);
+		memset(m->buckets, 0, sizeof(uint32) * nbuckets);
+		for (uint32 i = 0; i < m->nkeys; i++)
+		{
+			uint32		b = MAP_KEY(m, i)->hash & m->mask;
+
+			while (m->buckets[b] != 0)
+				b = (b + 1) & m->mask;
+			m->buckets[b] = i + 1;
+		}
+	}
+	MemoryContextSwitchTo(oldcxt);
+
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	if (!ok)
+	{
+		elog(DEBUG1, "scd2.asof: in-memory map of dimension \"%s\" abandoned: more than %zu bytes",
+			 c->relname, limit);
+		MemoryContextDelete(mapcxt);
+		return;
+	}
+	elog(DEBUG1, "scd2.asof: in-memory map of dimension \"%s\": %u keys, %u versions",
+		 c->relname, m->nkeys, m->nversions);
+	elog(DEBUG2, "scd2.asof: in-memory map of dimension \"%s\": %zu bytes, built in %.1f ms",
+		 c->relname, MemoryContextMemAllocated(mapcxt, true), INSTR_TIME_GET_MILLISEC(duration));
+	c->map = m;
+	c->map_state = MAP_READY;
+}
+
+/* The bulk mode's answer for the scan keys' arguments and atv. */
+static bool
+map_lookup(AsofCache *c, Datum atv, int64 *sk)
+{
+	AsofMap    *m = c->map;
+	Datum		values[INDEX_MAX_KEYS];
+	AsofMapKey *k;
+	uint32		h;
+	uint32		b;
+	uint32		lo,
+				hi,
+				first;
+	int64		at;
+
+	for (int i = 0; i < c->nkeys; i++)
+		values[i] = c->scankeys[i].sk_argument;
+	h = hash_key(c, values, false);
+	for (b = h & m->mask;; b = (b + 1) & m->mask)
+	{
+		uint32		e = m->buckets[b];
+		bool		match = true;
+
+		if (e == 0)
+			return false;
+		k = MAP_KEY(m, e - 1);
+		if (k->hash != h)
+			continue;
+		/* the index's equality operators, column value first, as the probe */
+		for (int i = 0; i < c->nkeys && match; i++)
+			match = DatumGetBool(FunctionCall2Coll(&c->scankeys[i].sk_func,
+												   c->scankeys[i].sk_collation,
+												   k->values[i], values[i]));
+		if (match)
+		{
+			first = k->first;
+			hi = e < m->nkeys ? MAP_KEY(m, e)->first : m->nversions;
+			break;
+		}
+	}
+
+	/* the last version with valid_from <= at */
+	at = time_value(c, atv);
+	lo = first;
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (m->versions[mid].vf <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == first)
+		return false;
+	if (m->versions[lo - 1].vt != ASOF_VT_OPEN && !(at < m->versions[lo - 1].vt))
+		return false;
+	*sk = m->versions[lo - 1].sk;
+	return true;
+}
+
+/*
+ * Is this another snapshot than the open scan's?  Not only another address:
+ * the scan's snapshot may have been freed and another one allocated at the
+ * same place (a PL/pgSQL loop takes one per statement), or its command id
+ * advanced in place; so compare what decides visibility too.  (The snapshot
+ * is not registered: that would forbid UpdateActiveSnapshotCommandId on it.)
+ */
+static bool
+snapshot_changed(AsofCache *c, Snapshot snapshot)
+{
+	Snapshot	old = &c->snap;
+
+	return snapshot != c->snapshot ||
+		snapshot->snapshot_type != old->snapshot_type ||
+		snapshot->xmin != old->xmin ||
+		snapshot->xmax != old->xmax ||
+		snapshot->curcid != old->curcid ||
+		snapshot->xcnt != old->xcnt ||
+		snapshot->subxcnt != old->subxcnt ||
+		snapshot->suboverflowed != old->suboverflowed ||
+		snapshot->takenDuringRecovery != old->takenDuringRecovery ||
+		(old->xcnt > 0 &&
+		 memcmp(snapshot->xip, old->xip, sizeof(TransactionId) * old->xcnt) != 0) ||
+		(old->subxcnt > 0 &&
+		 memcmp(snapshot->subxip, old->subxip, sizeof(TransactionId) * old->subxcnt) != 0);
+}
+
+/*
+ * Look up with the scan open (under the active snapshot): in the map when
+ * there is one, else by a probe, with the scan's resource owner current;
+ * the map is built on the call that reaches the trigger.
+ */
 static bool
 run_probe(AsofCache *c, Datum atv, int64 *sk)
 {
@@ -972,15 +1587,35 @@ run_probe(AsofCache *c, Datum atv, int64 *sk)
 	ResourceOwner saved = CurrentResourceOwner;
 	volatile bool found = false;
 
-	if (c->open && c->snapshot != snapshot)
-		asof_close(c);			/* another snapshot: a new scan */
+	if (c->open && snapshot_changed(c, snapshot))
+		asof_close(c);			/* another snapshot: a new scan, no map */
 	if (!c->open)
 		asof_open(c, snapshot);
 
+	if (c->map_state == MAP_READY)
+		return map_lookup(c, atv, sk);
+
+	c->ncalls++;
 	CurrentResourceOwner = c->owner;
 	PG_TRY();
 	{
-		found = probe(c, atv, sk);
+		if (c->map_state == MAP_NONE && c->bulk_trigger > 0 && c->ncalls >= c->bulk_trigger)
+			build_map(c);
+		if (c->map_state == MAP_READY)
+			found = map_lookup(c, atv, sk);
+		else
+		{
+			/*
+			 * In the scan's context: btree keeps what its first rescan and
+			 * gettuple allocate (the index-only tuple workspace, the killed
+			 * items array) for the life of the scan, and callcxt is reset
+			 * before every call (valgrind: invalid writes after free).
+			 */
+			MemoryContext oldcxt = MemoryContextSwitchTo(c->opencxt);
+
+			found = probe(c, atv, sk);
+			MemoryContextSwitchTo(oldcxt);
+		}
 	}
 	PG_FINALLY();
 	{
