@@ -46,7 +46,8 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	ARG(INT8OID, Int64GetDatum(m->type1_updated));
 	ARG(INT8OID, Int64GetDatum(m->unchanged));
 	ARG(INT8OID, Int64GetDatum(m->duplicates));
-	ARG(NAMEOID, CStringGetDatum(username));
+	/* a name Datum points to NAMEDATALEN bytes: build one (not the C string) */
+	ARG(NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(username)));
 	ARG(TEXTOID, message ? CStringGetTextDatum(message) : (Datum) 0);
 #undef ARG
 	if (message == NULL)

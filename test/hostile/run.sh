@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# scd2 huge-batch test: one load of HUGE_ROWS staging rows must complete,
+# with exact metrics, and with the loading backend's private memory bounded
+# (work tables, sorts and hashes spill to disk; nothing grows with the
+# batch).  The rest of the hostile-input tests are pg_regress files
+# (sql-tests/hostile.sql, sql-tests/load_errors.sql).
+#
+# Needs a running server where `CREATE EXTENSION scd2` works, reached
+# through PGHOST/PGPORT/PGUSER; creates (drops first) database scd2_hostile.
+#
+#   HUGE_ROWS=200000    staging rows (rounded down to a multiple of 40).
+#                       The batch: N/4 existing keys (every 10th changed),
+#                       N/2 new keys, N/8 new keys with two rows each
+#                       (the timeline path).  10000000 was run by hand.
+#   HUGE_MAX_MB=1024    limit on the backend's peak private memory (RssAnon,
+#                       sampled from /proc every 0.2 s; skipped when /proc of
+#                       the backend is not readable)
+#
+# Prints `hostile: N passed, M failed`; exits non-zero on failure.
+
+set -u
+N=${HUGE_ROWS:-200000}
+MAX_MB=${HUGE_MAX_MB:-1024}
+case "$N$MAX_MB" in ''|*[!0-9]*) echo "hostile: HUGE_ROWS and HUGE_MAX_MB must be numbers" >&2
+                                 echo "hostile: 0 passed, 1 failed"; exit 2 ;; esac
+N=$(( N / 40 * 40 ))
+[ "$N" -ge 40 ] || N=40
+PSQL=${PG_BIN:+$PG_BIN/}psql
+DB=scd2_hostile
+passed=0 failed=0
+ok()   { passed=$((passed + 1)); echo "ok - $*"; }
+fail() { failed=$((failed + 1)); echo "FAILED - $*"; }
+check() { if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: expected [$2], got [$3]"; fi; }
+q() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+
+"$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1 \
+    || { fail "creating database $DB"; echo "hostile: $passed passed, $failed failed"; exit 1; }
+
+t0=$(date +%s.%N)
+q >/dev/null <<SQL || fail "setup"
+SET client_min_messages = warning;
+CREATE EXTENSION scd2;
+CREATE TABLE stg (id bigint, name text, city text, amount numeric, eff timestamptz);
+INSERT INTO stg SELECT g, 'name ' || g, 'city ' || (g % 997), g % 1000, '2024-01-01 00:00+00'
+  FROM generate_series(1, $N / 4) g;
+SELECT scd2.create_dimension('dim', 'stg', ARRAY['id'], effective_column => 'eff');
+CALL scd2.apply('stg', 'dim');
+TRUNCATE stg;
+INSERT INTO stg SELECT g, 'name ' || g, CASE WHEN g % 10 = 0 THEN 'moved ' ELSE 'city ' END || (g % 997),
+                       g % 1000, '2024-02-01 00:00+00'
+  FROM generate_series(1, $N / 4) g;
+INSERT INTO stg SELECT g, 'name ' || g, 'city ' || (g % 997), g % 1000, '2024-02-01 00:00+00'
+  FROM generate_series($N / 4 + 1, 3 * $N / 4) g;
+INSERT INTO stg SELECT g, 'name ' || g, CASE WHEN s = 1 THEN 'later ' ELSE 'city ' END || (g % 997), g % 1000,
+                       '2024-02-01 00:00+00'::timestamptz + s * interval '1 day'
+  FROM generate_series(3 * $N / 4 + 1, 7 * $N / 8) g, generate_series(0, 1) s
+ ORDER BY random();
+ANALYZE stg;
+ANALYZE dim;
+SQL
+t1=$(date +%s.%N)
+echo "# setup: $N staging rows, $(( N / 4 )) existing keys, $(echo "$t1 - $t0" | bc) s"
+
+# The load, in the background; its backend found by application_name.
+PGAPPNAME=scd2_hostile_load "$PSQL" -X -q -At -d "$DB" \
+    -c "SET client_min_messages = warning" -c "CALL scd2.apply('stg', 'dim')" >/tmp/scd2_hostile_load.$$ 2>&1 &
+lpid=$!
+pid=""
+peak=0 readable=0
+while kill -0 "$lpid" 2>/dev/null; do
+    [ -n "$pid" ] || pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'scd2_hostile_load'")
+    if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
+        kb=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+        if [ -n "$kb" ]; then readable=1; [ "$kb" -gt "$peak" ] && peak=$kb; fi
+    fi
+    sleep 0.2
+done
+wait "$lpid" || echo "# loader: $(cat /tmp/scd2_hostile_load.$$)"
+rm -f /tmp/scd2_hostile_load.$$
+t2=$(date +%s.%N)
+secs=$(echo "$t2 - $t1" | bc)
+echo "# load: $secs s, peak backend private memory (RssAnon): $(( peak / 1024 )) MB"
+
+status=$(q -c "SELECT status FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")
+check "the load of $N rows succeeded" success "$status"
+if [ "$readable" = 1 ]; then
+    [ "$peak" -le $(( MAX_MB * 1024 )) ] && ok "peak backend memory $(( peak / 1024 )) MB <= $MAX_MB MB" \
+        || fail "peak backend memory $(( peak / 1024 )) MB > $MAX_MB MB"
+else
+    echo "# /proc/$pid/status not readable: memory not checked"
+fi
+check "metrics: source, inserted, new versions, closed, unchanged" \
+    "$N $(( N / 2 + N / 8 )) $(( N / 40 + N / 8 )) $(( N / 40 )) $(( N / 4 - N / 40 ))" \
+    "$(q -F' ' -c "SELECT source_rows, inserted, new_versions, closed, unchanged FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
+check "rows, current rows" "$(( N / 4 + N / 40 + N / 2 + N / 4 )) $(( N / 4 + N / 2 + N / 8 ))" \
+    "$(q -F' ' -c "SELECT count(*), count(*) FILTER (WHERE is_current) FROM dim")"
+check "no key has two current rows; versions of a key chain without gaps" 0 \
+    "$(q -c "SELECT count(*) FROM (SELECT valid_to, lead(valid_from) OVER w AS next_from,
+                                          count(*) FILTER (WHERE is_current) OVER (PARTITION BY id) AS cur
+                                     FROM dim WINDOW w AS (PARTITION BY id ORDER BY valid_from)) x
+              WHERE cur <> 1 OR valid_to IS DISTINCT FROM next_from")"
+check "the work tables are gone" 0 "$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'scd2\_%' AND relpersistence = 't'")"
+# Idempotent at scale: the same batch again writes nothing.
+q -c "SET client_min_messages = warning; CALL scd2.apply('stg', 'dim')" >/dev/null || fail "the second load"
+check "reloading the same batch writes nothing" "0 0 0" \
+    "$(q -F' ' -c "SELECT inserted, new_versions, closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
+
+"$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
+echo "hostile: $passed passed, $failed failed"
+[ "$failed" = 0 ]
