@@ -178,6 +178,18 @@ SELECT scd2.register('hostile.dim_p', ARRAY['city']);
 RESET ROLE;
 SELECT id, city, valid_from, valid_to, is_current FROM dim_p ORDER BY id, valid_from;
 
+-- The caller's own temporary objects named like scd2's work tables are
+-- neither dropped nor read by a load.
+\set VERBOSITY default
+CREATE TEMP TABLE scd2_changes (my_precious int);
+INSERT INTO scd2_changes VALUES (42);
+CREATE TEMP VIEW scd2_keys AS SELECT 1 AS one;
+SELECT count(*) >= 0 AS loaded FROM scd2.merge('hostile.stg_p', 'hostile.dim_p', '2031-01-01');
+SELECT my_precious FROM pg_temp.scd2_changes;
+SELECT one FROM pg_temp.scd2_keys;
+DROP VIEW scd2_keys;
+DROP TABLE scd2_changes;
+
 REVOKE ALL ON SCHEMA hostile FROM regress_scd2_loader;
 REVOKE ALL ON ALL TABLES IN SCHEMA hostile FROM regress_scd2_loader;
 DROP ROLE regress_scd2_loader;

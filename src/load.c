@@ -38,10 +38,17 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
-#define KEYS_TABLE	"pg_temp.scd2_keys"
-#define CHG_TABLE	"pg_temp.scd2_changes"
-#define PTS_TABLE	"pg_temp.scd2_points"
-#define WIN_TABLE	"pg_temp.scd2_window"
+/*
+ * Work tables of a load, in the session's temporary schema, dropped at the
+ * end of a successful load (ON COMMIT DROP as well; a failed load's are
+ * rolled back with it).  Names a user is unlikely to choose: a user's own
+ * temporary table of that name makes the load fail at CREATE, never
+ * dropped or read by it.
+ */
+#define KEYS_TABLE	"pg_temp.\"scd2 work: keys\""
+#define CHG_TABLE	"pg_temp.\"scd2 work: changes\""
+#define PTS_TABLE	"pg_temp.\"scd2 work: points\""
+#define WIN_TABLE	"pg_temp.\"scd2 work: window\""
 
 /* State of one load while it runs. */
 typedef struct LoadState
@@ -210,7 +217,7 @@ lock_dimension(Oid dim_oid)
 	PG_END_TRY();
 }
 
-/* Drop the temporary work tables (quietly: some may not exist). */
+/* Drop the temporary work tables (quietly: the general path's may not exist). */
 static void
 drop_work_tables(void)
 {
@@ -222,11 +229,10 @@ drop_work_tables(void)
 	AtEOXact_GUC(true, nest);
 }
 
-/* Temporary work tables of a load; a previous load's are dropped first. */
+/* Temporary work tables of a load. */
 static void
 create_work_tables(const Scd2Config *cfg)
 {
-	drop_work_tables();
 	scd2_spi_exec(scd2_sql_create_keys(cfg, KEYS_TABLE), SPI_OK_UTILITY, "creating the key table");
 	scd2_spi_exec(scd2_sql_create_changes(cfg, CHG_TABLE), SPI_OK_UTILITY, "creating the change table");
 }

@@ -73,7 +73,8 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
 	argtypes[13] = NAMEOID;
-	values[13] = CStringGetDatum(GetUserNameFromId(GetUserId(), false));
+	/* a name Datum points to NAMEDATALEN bytes: build one (not the C string) */
+	values[13] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	nulls[13] = ' ';
 
 	if (SPI_connect() != SPI_OK_CONNECT)
