@@ -177,7 +177,11 @@ DROP TABLE stg_shuffled;
 -- Indexes of the scd2 dimension (register creates them).
 ------------------------------------------------------------------------------
 \if :use_scd2
+\if :has_deleted
+SELECT scd2.register('dim', ARRAY['customer_id'], delete_column => 'is_deleted') \g /dev/null
+\else
 SELECT scd2.register('dim', ARRAY['customer_id']) \g /dev/null
+\endif
 \else
 CREATE UNIQUE INDEX dim_scd2_current ON dim (customer_id) WHERE valid_to IS NULL;
 CREATE UNIQUE INDEX dim_scd2_asof ON dim (customer_id, valid_from) INCLUDE (customer_sk, valid_to);
