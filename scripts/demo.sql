@@ -23,7 +23,7 @@ INSERT INTO stg_customer VALUES
 CALL scd2.apply('stg_customer', 'dim_customer');
 
 \echo
-\echo '== Batch 2: a move, NULL -> value, two changes of one key, a name fix (Type 1), a duplicate'
+\echo '== Batch 2: a move, NULL -> value, two changes of one key, a duplicate row, a new key'
 TRUNCATE stg_customer;
 INSERT INTO stg_customer VALUES
   (1, 'Ada',        'Bergen', 'gold',   '2024-03-01', false),
