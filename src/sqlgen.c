@@ -373,23 +373,32 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	for (int i = 0; i < cfg->nother; i++)
 		appendStringInfo(&buf, ", CASE WHEN w = 2 THEN %s END", cfg->other[i].ident);
 
-	/* the probe: current version, else latest closed version */
-	appendStringInfo(&buf, " FROM (SELECT c.*, CASE"
-					 " WHEN c._dvf IS NOT NULL THEN CASE"
-					 "   WHEN c._t <= c._dvf THEN 'complex'"
-					 "   WHEN NOT c._present THEN 'delete'"
-					 "   WHEN NOT (");
+	/*
+	 * The probe: the current version, else (a scalar subquery evaluated
+	 * only for keys without one) the end of the latest closed version.
+	 * Both subqueries are fenced (OFFSET 0) so each expression is computed
+	 * once per row; unchanged rows are dropped before the expansion.
+	 */
+	appendStringInfoString(&buf, " FROM (SELECT * FROM (SELECT c.*, CASE"
+						   " WHEN c._dvf IS NOT NULL THEN CASE"
+						   "   WHEN c._t <= c._dvf THEN 'complex'"
+						   "   WHEN NOT c._present THEN 'delete'"
+						   "   WHEN NOT (");
 	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
 	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
 	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "c.", "c.", "e");
 	appendStringInfoString(&buf,
 						   ") THEN 'type1' ELSE 'unchanged' END"
-						   " WHEN c._hvf IS NOT NULL AND c._hvt > c._t THEN 'complex'"
+						   " WHEN c._hvt > c._t THEN 'complex'"
 						   " WHEN NOT c._present THEN 'unchanged'"
-						   " WHEN c._hvf IS NOT NULL THEN 'return'"
+						   " WHEN c._hvt IS NOT NULL THEN 'return'"
 						   " ELSE 'new' END AS _cls FROM (SELECT s.*, ");
-	appendStringInfo(&buf, "d.%s AS _dvf, %s AS _dsk, h._hvf, h._hvt",
-					 cfg->vf.ident, cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
+	appendStringInfo(&buf, "d.%s AS _dvf, %s AS _dsk", cfg->vf.ident,
+					 cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
+	appendStringInfo(&buf, ", CASE WHEN d.%s IS NULL THEN (SELECT h.%s FROM %s h WHERE ",
+					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
+	append_key_join(&buf, cfg, "h", "s");
+	appendStringInfo(&buf, " ORDER BY h.%s DESC LIMIT 1) END AS _hvt", cfg->vf.ident);
 	for (int i = 0; i < cfg->ntracked; i++)
 		appendStringInfo(&buf, ", d.%s AS _d%d", cfg->tracked[i].ident, i + 1);
 	for (int i = 0; i < cfg->ntype1; i++)
@@ -399,15 +408,9 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", current_pred(cfg, "d"));
-	appendStringInfo(&buf, " LEFT JOIN LATERAL (SELECT h.%s AS _hvf, h.%s AS _hvt FROM %s h WHERE ",
-					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
-	append_key_join(&buf, cfg, "h", "s");
-	appendStringInfo(&buf, " AND d.%s IS NULL ORDER BY h.%s DESC LIMIT 1) h ON true",
-					 cfg->vf.ident, cfg->vf.ident);
 	if (exclude_keys)
 		append_exclude_keys(&buf, cfg, keys);
-	/* OFFSET 0: classify once per row, not once per reference to _cls */
-	appendStringInfoString(&buf, ") c OFFSET 0) cls"
+	appendStringInfoString(&buf, " OFFSET 0) c OFFSET 0) c1 WHERE _cls <> 'unchanged') cls"
 						   " CROSS JOIN LATERAL (VALUES (1, cls._cls), (2, cls._cls)) AS v(w, _k)"
 						   " WHERE (w = 1 AND _cls IN ('change', 'delete', 'type1', 'complex'))"
 						   " OR (w = 2 AND _cls IN ('change', 'new', 'return'))");
