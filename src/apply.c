@@ -103,21 +103,8 @@ scd2_apply(PG_FUNCTION_ARGS)
 	TimestampTz started_at = GetCurrentTimestamp();
 	int64		run_id;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("staging table and dimension must not be NULL")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("effective_at must not be NULL"),
-				 errhint("Leave it out to load at now(), or pass the instant the changes take effect.")));
-
-	memset(&req, 0, sizeof(req));
+	scd2_request_from_args(fcinfo, &req);
 	memset(&res, 0, sizeof(res));
-	req.stg_oid = PG_GETARG_OID(0);
-	req.dim_oid = PG_GETARG_OID(1);
-	req.effective_at = PG_GETARG_TIMESTAMPTZ(2);
 
 	if (SPI_connect_ext(nonatomic ? SPI_OPT_NONATOMIC : 0) != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");

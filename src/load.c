@@ -24,6 +24,7 @@
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
+#include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -36,6 +37,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 /*
@@ -345,6 +347,28 @@ read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc)
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
 		tuplestore_putvalues(store, desc, values, nulls);
 	}
+}
+
+/*
+ * The arguments shared by scd2.merge and scd2.apply: staging, dimension,
+ * effective_at (none may be NULL).
+ */
+void
+scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("staging table and dimension must not be NULL")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("effective_at must not be NULL"),
+				 errhint("Leave it out to load at now(), or pass the instant the changes take effect.")));
+	memset(req, 0, sizeof(*req));
+	req->stg_oid = PG_GETARG_OID(0);
+	req->dim_oid = PG_GETARG_OID(1);
+	req->effective_at = PG_GETARG_TIMESTAMPTZ(2);
 }
 
 void

@@ -19,23 +19,10 @@ scd2_merge(PG_FUNCTION_ARGS)
 	Scd2LoadResult res;
 	TimestampTz started_at = GetCurrentTimestamp();
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("staging table and dimension must not be NULL")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("effective_at must not be NULL"),
-				 errhint("Leave it out to load at now(), or pass the instant the changes take effect.")));
-
+	scd2_request_from_args(fcinfo, &req);
 	InitMaterializedSRF(fcinfo, 0);
 
-	memset(&req, 0, sizeof(req));
 	memset(&res, 0, sizeof(res));
-	req.stg_oid = PG_GETARG_OID(0);
-	req.dim_oid = PG_GETARG_OID(1);
-	req.effective_at = PG_GETARG_TIMESTAMPTZ(2);
 	req.dry_run = !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 	req.want_feed = true;
 	res.feed = rsinfo->setResult;

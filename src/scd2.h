@@ -6,6 +6,7 @@
 
 #include "compat.h"
 
+#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/snapshot.h"
 
@@ -117,6 +118,7 @@ extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 
 /* load.c */
+extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
 
 /* audit.c */

@@ -174,6 +174,34 @@ append_payload_cols(StringInfo buf, const Scd2Config *cfg, const char *prefix)
 	append_more_cols(buf, cfg->other, cfg->nother, prefix);
 }
 
+/*
+ * "INSERT INTO chg (_action, ..., keys[, payload]" -- the column list of
+ * the change table; the caller closes the parenthesis.
+ */
+static void
+append_changes_insert(StringInfo buf, const Scd2Config *cfg, const char *chg,
+					  bool payload)
+{
+	appendStringInfo(buf,
+					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
+					 chg);
+	append_more_cols(buf, cfg->keys, cfg->nkeys, NULL);
+	if (payload)
+		append_payload_cols(buf, cfg, NULL);
+}
+
+/* "PARTITION BY k1, k2" */
+static char *
+partition_by_keys(const Scd2Config *cfg)
+{
+	StringInfoData part;
+
+	initStringInfo(&part);
+	appendStringInfoString(&part, "PARTITION BY ");
+	append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+	return part.data;
+}
+
 /* ---------- temporary tables ---------- */
 
 char *
@@ -350,11 +378,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf,
-					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
-					 chg);
-	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	append_payload_cols(&buf, cfg, NULL);
+	append_changes_insert(&buf, cfg, chg, true);
 	appendStringInfoString(&buf,
 						   ") SELECT CASE WHEN _cls = 'complex' THEN 'complex'"
 						   " WHEN w = 1 THEN CASE _cls WHEN 'change' THEN 'close' ELSE _cls END"
@@ -455,10 +479,7 @@ scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *ke
 	appendStringInfoString(&buf, ") SELECT 0, true");
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "m.");
 	appendStringInfo(&buf, " FROM m WHERE m.%s >= %s) ", cfg->vf.ident, eff);
-	appendStringInfo(&buf,
-					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
-					 chg);
-	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	append_changes_insert(&buf, cfg, chg, false);
 	appendStringInfo(&buf, ") SELECT 'delete', 'F', false, m.%s, %s, m.%s, %s, false, false",
 					 cfg->vf.ident, cfg->sk ? psprintf("m.%s", cfg->sk) : "NULL",
 					 cfg->vf.ident, eff);
@@ -584,11 +605,7 @@ char *
 scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
 {
 	StringInfoData buf;
-	StringInfoData part;
-
-	initStringInfo(&part);
-	appendStringInfoString(&part, "PARTITION BY ");
-	append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+	char	   *part = partition_by_keys(cfg);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE TEMP TABLE %s ON COMMIT DROP AS WITH o AS (SELECT p.*,"
@@ -596,7 +613,7 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
 					 " pg_catalog.lag(_prio) OVER w AS _pprio", win);
 	for (int i = 0; i < cfg->ntracked; i++)
 		appendStringInfo(&buf, ", pg_catalog.lag(%s) OVER w AS _p%d", cfg->tracked[i].ident, i + 1);
-	appendStringInfo(&buf, " FROM %s p WINDOW w AS (%s ORDER BY _t, _prio)), ", pts, part.data);
+	appendStringInfo(&buf, " FROM %s p WINDOW w AS (%s ORDER BY _t, _prio)), ", pts, part);
 
 	appendStringInfoString(&buf,
 						   "c AS (SELECT o.*, NOT (_present = COALESCE(_pp, false) AND (NOT _present OR (");
@@ -607,12 +624,12 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
 						   " FROM c), ");
 	appendStringInfo(&buf, "r AS (SELECT k.*, pg_catalog.sum(_keep::pg_catalog.int4)"
 					 " OVER (%s ORDER BY _t, _prio ROWS UNBOUNDED PRECEDING) AS _run FROM k) ",
-					 part.data);
+					 part);
 	appendStringInfoString(&buf, "SELECT r.*, pg_catalog.last_value(_prio) OVER l AS _lprio");
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, ", pg_catalog.last_value(%s) OVER l AS _l%d", cfg->type1[i].ident, i + 1);
 	appendStringInfo(&buf, " FROM r WINDOW l AS (%s, _run ORDER BY _t, _prio"
-					 " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)", part.data);
+					 " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)", part);
 	return buf.data;
 }
 
@@ -635,24 +652,16 @@ char *
 scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win)
 {
 	StringInfoData buf;
-	StringInfoData part;
-
-	initStringInfo(&part);
-	appendStringInfoString(&part, "PARTITION BY ");
-	append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+	char	   *part = partition_by_keys(cfg);
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf,
-					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
-					 chg);
-	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	append_payload_cols(&buf, cfg, NULL);
+	append_changes_insert(&buf, cfg, chg, true);
 	appendStringInfo(&buf,
 					 ") WITH kp AS (SELECT w.*, pg_catalog.lead(_t) OVER wk AS _end,"
 					 " pg_catalog.lead(_present) OVER wk AS _npresent,"
 					 " pg_catalog.row_number() OVER (%s, (_prio = 2 AND _present) ORDER BY _t) AS _nth"
 					 " FROM %s w WHERE _keep WINDOW wk AS (%s ORDER BY _t, _prio)), ",
-					 part.data, win, part.data);
+					 part, win, part);
 	appendStringInfoString(&buf, "e AS (SELECT kp.*, (_ovt IS NULL AND _lprio = 2 AND NOT (");
 	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "kp.", "kp.", "l");
 	appendStringInfoString(&buf, ")) AS _sety FROM kp WHERE _prio = 1) ");
