@@ -7,6 +7,9 @@ MODULE_big  = scd2
 OBJS        = $(patsubst %.c,%.o,$(wildcard src/*.c))
 DATA        = $(wildcard sql/scd2--*.sql)
 PG_CPPFLAGS = -I$(srcdir)/src
+# -Wextra on top of PGXS's -Wall; the three categories left out fire on
+# PostgreSQL's own headers and fmgr macros (PG_FUNCTION_ARGS, List cells).
+PG_CFLAGS   = -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 # pg_regress (PostgreSQL 15) reads INPUTDIR/sql/*.sql and
 # INPUTDIR/expected/*.out and has no --expecteddir: bridge our sql-tests/ and
