@@ -378,7 +378,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	Scd2Config *cfg;
 	Scd2Metrics *m = &res->metrics;
 	int			pin;
-	int64		multi;
+	int64		complex_keys;	/* keys that go the general way */
 	int64		fast_counted;
 	int64		total_changes;
 	int64		distinct = 0;
@@ -417,21 +417,21 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	create_work_tables(cfg);
 
 	/* 3. */
-	m->source_rows = validate_staging(&st, &multi);
+	m->source_rows = validate_staging(&st, &complex_keys);
 
 	/* 4. Classify. */
-	if (multi > 0)
+	if (complex_keys > 0)			/* so far: keys with several staging rows */
 		load_exec(&st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
 	load_exec_probing(&st, (double) m->source_rows,
-					  scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, multi > 0),
+					  scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, complex_keys > 0),
 					  SPI_OK_INSERT, "classifying staging rows");
 	load_exec(&st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 			  "moving late rows to the general path");
-	multi += (int64) SPI_processed;
+	complex_keys += (int64) SPI_processed;
 	if (cfg->snapshot)
 		load_exec(&st, scd2_sql_snapshot_missing(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				  "closing keys missing from the snapshot");
-	if (multi > 0 || (cfg->snapshot && count_rows(&st, KEYS_TABLE) > 0))
+	if (complex_keys > 0 || (cfg->snapshot && count_rows(&st, KEYS_TABLE) > 0))
 		classify_complex_keys(&st, &distinct, &kept, &y_applied, &complex_rows);
 
 	/* 5. Count, write, verify. */
