@@ -241,10 +241,10 @@ create_work_tables(const Scd2Config *cfg)
 
 /*
  * Step 3: NULL keys and NULL effective times are refused; the same scan
- * counts the keys with several staging rows.
+ * tells whether some key has several staging rows (*several).
  */
 static int64
-validate_staging(LoadState *st, int64 *multi_keys)
+validate_staging(LoadState *st, bool *several)
 {
 	const Scd2Config *cfg = st->cfg;
 	int64		rows;
@@ -257,7 +257,7 @@ validate_staging(LoadState *st, int64 *multi_keys)
 	rows = scd2_spi_int8(0, 1);
 	null_keys = scd2_spi_int8(0, 2);
 	null_eff = scd2_spi_int8(0, 3);
-	*multi_keys = scd2_spi_int8(0, 4);
+	*several = scd2_spi_int8(0, 4) > 0;
 	if (null_keys == 0 && null_eff == 0)
 		return rows;
 
@@ -378,7 +378,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	Scd2Config *cfg;
 	Scd2Metrics *m = &res->metrics;
 	int			pin;
-	int64		complex_keys;	/* keys that go the general way */
+	bool		several;		/* some key has several staging rows */
+	int64		complex_keys = 0;	/* keys that go the general way */
 	int64		fast_counted;
 	int64		total_changes;
 	int64		distinct = 0;
@@ -417,13 +418,16 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	create_work_tables(cfg);
 
 	/* 3. */
-	m->source_rows = validate_staging(&st, &complex_keys);
+	m->source_rows = validate_staging(&st, &several);
 
 	/* 4. Classify. */
-	if (complex_keys > 0)			/* so far: keys with several staging rows */
+	if (several)
+	{
 		load_exec(&st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
+		complex_keys = (int64) SPI_processed;
+	}
 	load_exec_probing(&st, (double) m->source_rows,
-					  scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, complex_keys > 0),
+					  scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, several),
 					  SPI_OK_INSERT, "classifying staging rows");
 	load_exec(&st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 			  "moving late rows to the general path");

@@ -202,6 +202,21 @@ partition_by_keys(const Scd2Config *cfg)
 	return part.data;
 }
 
+/*
+ * Whether the business key sorts cheaply: no key column is collatable, so
+ * a sort compares Datums with the type's own comparator rather than the
+ * locale's (PostgreSQL 15 does not abbreviate text under libc locales, and
+ * sorting 200k text keys with strcoll costs more than it saves).
+ */
+static bool
+keys_sort_cheaply(const Scd2Config *cfg)
+{
+	for (int i = 0; i < cfg->nkeys; i++)
+		if (!cfg->keys[i].sortable || OidIsValid(cfg->keys[i].collid))
+			return false;
+	return true;
+}
+
 /* ---------- temporary tables ---------- */
 
 char *
@@ -256,9 +271,17 @@ scd2_sql_create_points(const Scd2Config *cfg, const char *pts)
 /* ---------- validation ---------- */
 
 /*
- * One grouped scan of the staging table: row count, rows with a NULL key
- * column, rows with a NULL effective time, and the number of keys with
- * several rows.  A plain SELECT, so PostgreSQL may run it in parallel.
+ * One scan of the staging table: row count, rows with a NULL key column,
+ * rows with a NULL effective time, and a fourth count that is positive
+ * exactly when some key has several rows.  A plain SELECT, so PostgreSQL
+ * may run it in parallel.
+ *
+ * A single key column of a type without collation is checked with
+ * count(DISTINCT), which sorts the bare key Datums (an in-memory quicksort
+ * of 200k bigints takes ~30 ms here); a grouped hash aggregate over every
+ * key took 130-230 ms for the same check.  Composite and collatable keys
+ * keep the grouped scan: a row-typed or locale-aware sort costs more than
+ * the hash.
  */
 char *
 scd2_sql_validate(const Scd2Config *cfg)
@@ -266,11 +289,25 @@ scd2_sql_validate(const Scd2Config *cfg)
 	StringInfoData buf;
 	StringInfoData nullkey;
 
+	initStringInfo(&buf);
+	if (cfg->nkeys == 1 && keys_sort_cheaply(cfg))
+	{
+		const char *k = cfg->keys[0].ident;
+
+		appendStringInfo(&buf,
+						 "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE s.%s IS NULL),"
+						 " pg_catalog.count(*) FILTER (WHERE s._t IS NULL),"
+						 " pg_catalog.count(s.%s) OPERATOR(pg_catalog.-) pg_catalog.count(DISTINCT s.%s)"
+						 " FROM ", k, k, k);
+		append_normalized_staging(&buf, cfg);
+		appendStringInfoString(&buf, " s");
+		return buf.data;
+	}
+
 	initStringInfo(&nullkey);
 	for (int i = 0; i < cfg->nkeys; i++)
 		appendStringInfo(&nullkey, "%sg.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
 
-	initStringInfo(&buf);
 	appendStringInfo(&buf,
 					 "SELECT COALESCE(pg_catalog.sum(g._n), 0)::pg_catalog.int8,"
 					 " COALESCE(pg_catalog.sum(g._n) FILTER (WHERE %s), 0)::pg_catalog.int8,"
@@ -428,7 +465,24 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, ", d.%s AS _e%d", cfg->type1[i].ident, i + 1);
 	appendStringInfoString(&buf, " FROM ");
-	append_normalized_staging(&buf, cfg);
+	if (keys_sort_cheaply(cfg))
+	{
+		/*
+		 * Probe in key order: consecutive probes then walk the current-row
+		 * index (and, when the heap follows the key, the heap) forward
+		 * instead of jumping; at 1M keys / 200k rows the sort costs ~30 ms
+		 * and the probes take ~0.2 s less.  The nested loop keeps the
+		 * order, so the change table -- and the MERGE that reads it -- is
+		 * in key order too.
+		 */
+		appendStringInfoString(&buf, "(SELECT * FROM ");
+		append_normalized_staging(&buf, cfg);
+		appendStringInfoString(&buf, " s0 ORDER BY ");
+		append_cols(&buf, cfg->keys, cfg->nkeys, "s0.");
+		appendStringInfoString(&buf, ")");
+	}
+	else
+		append_normalized_staging(&buf, cfg);
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", current_pred(cfg, "d"));
