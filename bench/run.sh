@@ -20,6 +20,10 @@
 #                       the full-page images of its first touch of each page
 #                       (0: after the warm-up no checkpoint happens during
 #                       the run, the loads write no full-page images)
+#   SETTLE=1            after each run's VACUUM, write the dirty OS page
+#                       cache out (sync) before the next timed run, so no
+#                       load pays for the previous one's writeback (the
+#                       server must be on this machine; 0: no sync)
 #   EXPLAIN=0           1: also log every statement's plan with auto_explain
 #                       (ANALYZE, BUFFERS, nested statements) to
 #                       $OUT/explain-<approach>.txt (untimed, rolled back)
@@ -46,6 +50,7 @@ GEN=${GEN:-1}
 VERIFY=${VERIFY:-1}
 EXPLAIN=${EXPLAIN:-0}
 CHECKPOINT=${CHECKPOINT:-0}
+SETTLE=${SETTLE:-1}
 EFF='2026-11-30 12:00:00+00'       # the load's effective_at
 EFF_TS='2026-11-30 12:00:00'       # the same instant as dbt's timestamp without time zone (UTC)
 TAG=${TAG:-k${KEYS}_b${BATCH}_v${VERSIONS}_c${CHANGED}_n${NEW}_d${DELETED}}
@@ -141,6 +146,9 @@ reset_table() {   # vacuum what the rolled-back load left behind
     else
         "${PSQL[@]}" -c "VACUUM (ANALYZE) $(table_of "$1")" >/dev/null
     fi
+    # Vacuuming a 10M-row table dirties gigabytes that the kernel writes
+    # back over the next seconds -- during the next approach's timed run.
+    if [ "$SETTLE" = 1 ]; then sync; fi
 }
 
 # --- verification pass ------------------------------------------------------------
@@ -199,7 +207,7 @@ ref=scd2
 if [ "$SKIP_SCD2" = 1 ] || ! printf '%s\n' "${APPS[@]}" | grep -qx scd2; then ref=floor; fi
 refm=$(median "$ref")
 {
-    echo "# $COMPOSITION rounds=$ROUNDS checkpoint_each_run=$CHECKPOINT ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
+    echo "# $COMPOSITION rounds=$ROUNDS checkpoint_each_run=$CHECKPOINT settle=$SETTLE ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
     printf '%-8s %10s %12s %s\n' approach median_s "x_$ref" all_rounds_s
     for app in "${APPS[@]}"; do
         m=$(median "$app")

@@ -245,7 +245,7 @@ require_dimension_column(TupleDesc desc, const char *name, const char *role,
  * that can be assigned to the dimension column's type.
  */
 static void
-require_staging_column(TupleDesc stg, const Scd2Column *col, const char *role,
+require_staging_column(TupleDesc stg, Scd2Column *col, const char *role,
 					   const Scd2Config *cfg)
 {
 	Form_pg_attribute att = find_attribute(stg, col->name);
@@ -268,6 +268,8 @@ require_staging_column(TupleDesc stg, const Scd2Column *col, const char *role,
 						   format_type_be(srctype), format_type_be(col->typid)),
 				 errhint("Cast the column in the staging table (or a view over it) to %s.",
 						 format_type_be(col->typid))));
+	col->stg_exact = srctype == col->typid && att->atttypmod == col->typmod &&
+		att->attcollation == col->collid;
 }
 
 static Scd2Column *

@@ -96,9 +96,9 @@ load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 }
 
 /*
- * Run a read-only statement of the load (parallel query allowed: the
- * grouped scan of a large staging table is the load's biggest cost after
- * the index probes).
+ * Run a read-only statement of the load (parallel query allowed, for the
+ * validation scan of a large staging table when the planner finds it
+ * worth it).
  */
 static void
 load_exec_parallel(LoadState *st, const char *sql, const char *what)

@@ -24,6 +24,8 @@ typedef struct Scd2Column
 	char	   *eqop_sql;		/* OPERATOR(schema.=) or NULL */
 	bool		builtin_eq;		/* its = is pg_catalog's (resolvable by name) */
 	bool		sortable;		/* has a default btree opclass */
+	bool		stg_exact;		/* staging column has this type, typmod and
+								 * collation: read without a CAST */
 } Scd2Column;
 
 /* A registered dimension resolved for one load. */

@@ -149,11 +149,15 @@ append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
 	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
 
 	appendStringInfoString(buf, "(SELECT ");
+	/* a column already of the exact type is read as is (no per-row cast) */
 	for (int g = 0; g < 4; g++)
 		for (int i = 0; i < counts[g]; i++)
-			appendStringInfo(buf, "CAST(s.%s AS %s)%s AS %s, ",
-							 groups[g][i].ident, groups[g][i].type_sql,
-							 groups[g][i].collate_sql, groups[g][i].ident);
+			if (groups[g][i].stg_exact)
+				appendStringInfo(buf, "s.%s, ", groups[g][i].ident);
+			else
+				appendStringInfo(buf, "CAST(s.%s AS %s)%s AS %s, ",
+								 groups[g][i].ident, groups[g][i].type_sql,
+								 groups[g][i].collate_sql, groups[g][i].ident);
 	if (cfg->eff_col)
 		appendStringInfo(buf, "CAST(s.%s AS %s) AS _t, ", cfg->eff_col, cfg->vf.type_sql);
 	else
