@@ -214,6 +214,23 @@ refm=$(median "$ref")
         all=$(grep ",$app," "$OUT/times.csv" | cut -d, -f3 | paste -sd' ')
         printf '%-8s %10s %12s %s\n' "$app" "$m" "$(awk -v a="$m" -v b="$refm" 'BEGIN { printf "%.2f", a / b }')" "$all"
     done
+    # The machine's speed drifts (a shared virtual host): the ratio of two
+    # approaches within one round, where they ran seconds apart, is steadier
+    # than the ratio of medians taken over the whole run.
+    awk -F, -v ref="$ref" 'NR > 1 { t[$1 "," $2] = $3; rounds[$1] = 1; apps[$2] = 1 }
+        function median(a, n,   i, j, x) {
+            for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        END {
+            line = "median of per-round ratios:"
+            for (app in apps) {
+                if (app == ref) continue
+                n = 0
+                for (r in rounds) if (t[r "," app] > 0 && t[r "," ref] > 0) v[++n] = t[r "," app] / t[r "," ref]
+                if (n) line = line sprintf(" %s/%s=%.2f", app, ref, median(v, n))
+            }
+            print line
+        }' "$OUT/times.csv"
 } | tee "$OUT/summary.txt"
 
 if [ -n "${SCALING_CSV:-}" ]; then
