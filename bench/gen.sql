@@ -3,6 +3,13 @@
 --   psql -v keys=1000000 -v versions=1 -v batch=200000 \
 --        -v changed=0.10 -v new=0.05 -v deleted=0 -v use_scd2=1 -f bench/gen.sql
 --
+-- layout (default key): the physical order of the dimension's rows.
+--   key   a key's versions side by side (ORDER BY key, version), as after
+--         CLUSTER on the as-of index: the current rows are spread over the
+--         whole heap, one in VERSIONS rows.
+--   load  in the order daily loads would have appended them (ORDER BY
+--         version, key): the current rows of the last load are packed.
+--
 -- Creates (dropping what was there):
 --   dim        the scd2 dimension: customer_sk identity (primary key),
 --              customer_id, 6 tracked attributes of mixed types with NULLs,
@@ -38,6 +45,16 @@
 \if :{?deleted} \else \set deleted 0 \endif
 \if :{?use_scd2} \else \set use_scd2 0 \endif
 \if :{?seed} \else \set seed 42 \endif
+\if :{?layout} \else \set layout key \endif
+SELECT :'layout' IN ('key', 'load') AS layout_ok,
+       CASE :'layout' WHEN 'load' THEN 'v, k' ELSE 'k, v' END AS layout_order,
+       -- surrogate keys follow the physical order (the copies below are made ORDER BY them)
+       CASE :'layout' WHEN 'load' THEN '(v - 1) * ' || :keys || ' + k' ELSE '(k - 1) * ' || :versions || ' + v' END AS layout_sk \gset
+\if :layout_ok
+\else
+\echo 'layout must be key or load'
+\quit
+\endif
 
 SET client_min_messages = warning;
 SET maintenance_work_mem = '1GB';
@@ -65,7 +82,7 @@ CREATE TABLE bench_params AS
 SELECT :keys::bigint AS keys, :versions::int AS versions, :batch::bigint AS batch,
        :n_unchanged::bigint AS unchanged, :n_changed::bigint AS changed,
        :n_new::bigint AS new, :n_deleted::bigint AS deleted,
-       timestamptz '2026-11-30 12:00:00+00' AS effective_at;
+       timestamptz '2026-11-30 12:00:00+00' AS effective_at, :'layout'::text AS layout;
 
 ------------------------------------------------------------------------------
 -- The dimension: KEYS x VERSIONS rows, version v of key k valid on
@@ -87,7 +104,7 @@ CREATE TABLE dim (
 
 INSERT INTO dim (customer_sk, customer_id, name, city, tier, email, birth_date, credit_limit,
                  valid_from, valid_to, is_current)
-SELECT (k - 1) * :versions + v, k,
+SELECT :layout_sk, k,
        'Customer ' || k || CASE WHEN v > 1 THEN ' v' || v ELSE '' END,
        (ARRAY['Amsterdam','Berlin','Chicago','Dublin','Edinburgh','Frankfurt','Geneva','Hamburg',
               'Istanbul','Jakarta','Kyiv','Lisbon','Madrid','Nairobi','Oslo','Paris','Quito',
@@ -107,7 +124,7 @@ SELECT (k - 1) * :versions + v, k,
        LATERAL (SELECT hashint8(k * 64 + v * 8 + 1) AS h1, hashint8(k * 64 + v * 8 + 2) AS h2,
                        hashint8(k * 64 + v * 8 + 3) AS h3, hashint8(k * 64 + v * 8 + 4) AS h4,
                        hashint8(k * 64 + v * 8 + 5) AS h5) h
- ORDER BY k, v;
+ ORDER BY :layout_order;
 SELECT setval(pg_get_serial_sequence('dim', 'customer_sk'), :keys::bigint * :versions) \g /dev/null
 
 ------------------------------------------------------------------------------

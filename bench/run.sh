@@ -10,6 +10,7 @@
 #
 # Parameters (environment):
 #   KEYS=1000000 BATCH=200000 CHANGED=0.10 NEW=0.05 DELETED=0 VERSIONS=1
+#   LAYOUT=key          key | load: physical order of the history (gen.sql)
 #   ROUNDS=3            timed rounds; the approaches alternate order each round
 #   SKIP_SCD2=0         1: leave approach 1 out (extension not installed)
 #   APPROACHES="scd2 seeds dbt floor"
@@ -44,6 +45,7 @@ CHANGED=${CHANGED:-0.10}
 NEW=${NEW:-0.05}
 DELETED=${DELETED:-0}
 VERSIONS=${VERSIONS:-1}
+LAYOUT=${LAYOUT:-key}
 ROUNDS=${ROUNDS:-3}
 SKIP_SCD2=${SKIP_SCD2:-0}
 GEN=${GEN:-1}
@@ -53,7 +55,7 @@ CHECKPOINT=${CHECKPOINT:-0}
 SETTLE=${SETTLE:-1}
 EFF='2026-11-30 12:00:00+00'       # the load's effective_at
 EFF_TS='2026-11-30 12:00:00'       # the same instant as dbt's timestamp without time zone (UTC)
-TAG=${TAG:-k${KEYS}_b${BATCH}_v${VERSIONS}_c${CHANGED}_n${NEW}_d${DELETED}}
+TAG=${TAG:-k${KEYS}_b${BATCH}_v${VERSIONS}_c${CHANGED}_n${NEW}_d${DELETED}$([ "$LAYOUT" = key ] || echo "_$LAYOUT")}
 OUT=${OUT:-$HERE/out/$TAG}
 mkdir -p "$OUT"
 
@@ -85,17 +87,17 @@ elif [ "$("${PSQL[@]}" -c "SELECT count(*) FROM pg_extension WHERE extname = 'sc
     USE_SCD2=1
 fi
 
-want="$KEYS|$VERSIONS|$BATCH"
-have=$("${PSQL[@]}" -c "SELECT keys || '|' || versions || '|' || batch FROM bench_params" 2>/dev/null || true)
+want="$KEYS|$VERSIONS|$BATCH|$LAYOUT"
+have=$("${PSQL[@]}" -c "SELECT keys || '|' || versions || '|' || batch || '|' || layout FROM bench_params" 2>/dev/null || true)
 if [ "$GEN" = 1 ] || [ "$have" != "$want" ]; then
-    log "generating: keys=$KEYS versions=$VERSIONS batch=$BATCH changed=$CHANGED new=$NEW deleted=$DELETED"
+    log "generating: keys=$KEYS versions=$VERSIONS layout=$LAYOUT batch=$BATCH changed=$CHANGED new=$NEW deleted=$DELETED"
     t=$(date +%s)
-    "${PSQL[@]}" -v keys="$KEYS" -v versions="$VERSIONS" -v batch="$BATCH" \
+    "${PSQL[@]}" -v keys="$KEYS" -v versions="$VERSIONS" -v layout="$LAYOUT" -v batch="$BATCH" \
         -v changed="$CHANGED" -v new="$NEW" -v deleted="$DELETED" -v use_scd2="$USE_SCD2" \
         -f "$HERE/gen.sql" >/dev/null
     log "generated in $(( $(date +%s) - t )) s"
 fi
-COMPOSITION=$("${PSQL[@]}" -F' ' -c "SELECT 'keys='||keys||' versions='||versions||' batch='||batch||' unchanged='||unchanged||' changed='||changed||' new='||new||' deleted='||deleted FROM bench_params")
+COMPOSITION=$("${PSQL[@]}" -F' ' -c "SELECT 'keys='||keys||' versions='||versions||' layout='||layout||' batch='||batch||' unchanged='||unchanged||' changed='||changed||' new='||new||' deleted='||deleted FROM bench_params")
 log "batch: $COMPOSITION"
 
 table_of() {
