@@ -74,6 +74,17 @@ SELECT action FROM scd2.merge('stg_coll', 'dim_coll', '2024-01-01');
 UPDATE stg_coll SET name = 'B';
 SELECT action FROM scd2.merge('stg_coll', 'dim_coll', '2024-02-01') ORDER BY 1;
 
+-- A staging column of another typmod is cast to the dimension's before the
+-- comparison: 1.005 is stored as 1.01, so loading it again changes nothing.
+CREATE TABLE stg_tm (id int, amount numeric(10,3));
+CREATE TABLE dim_tm (id int NOT NULL, amount numeric(12,2), valid_from timestamptz NOT NULL, valid_to timestamptz);
+SELECT scd2.register('dim_tm', ARRAY['id']);
+INSERT INTO stg_tm VALUES (1, 1.005), (2, 2.5);
+SELECT action, business_key FROM scd2.merge('stg_tm', 'dim_tm', '2024-01-01') ORDER BY 2;
+SELECT id, amount FROM dim_tm ORDER BY id;
+SELECT count(*) FROM scd2.merge('stg_tm', 'dim_tm', '2024-02-01');
+SELECT unchanged, new_versions FROM scd2_test.last_metrics('dim_tm');
+
 -- A hash-partitioned dimension (the business key is the partition key).
 CREATE TABLE dim_part (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v text,
                        valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true)
