@@ -3,7 +3,12 @@
 # cluster, loads a customer dimension through several batches (changes,
 # NULLs, several changes of one key, a late change, a delete), runs an
 # as-of fact load, and prints the history and the audit log.
+#
+#   scripts/demo.sh                     on PostgreSQL 15 (Debian 12's package)
+#   scripts/demo.sh 18                  on another major version (see test.sh)
+#   scripts/demo.sh /path/to/pg_config  on your own server's build
 source "$(dirname "$0")/lib.sh"
+[ $# -eq 0 ] || pg_select "$1"
 SCD2_PORT=${SCD2_PORT:-55433}
 SCD2_RUN_DIR=/tmp/scd2-demo-$SCD2_PORT
 

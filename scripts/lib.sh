@@ -1,10 +1,19 @@
 # scripts/lib.sh -- shared by demo.sh, test.sh and .ci/run.
 #
+# pg_select TARGET  choose the PostgreSQL to build and test against and set
+#                 PG_BIN, PG_CONFIG and PG_MAJOR: TARGET is a major version
+#                 (15: Debian 12's packages; a version Debian 12 has no
+#                 package for, e.g. 18: built from Debian's source package by
+#                 scripts/pg_source.sh, exit status 3 when the source cannot
+#                 be fetched) or the path of a pg_config (your own server)
 # ensure_deps     install the Debian packages scd2 needs (when missing)
 # build_install   build the extension (warnings are errors) and install it
 # cluster_start   initdb + start a throwaway cluster on a private socket
 #                 directory and port; exports PGHOST, PGPORT, PGUSER
 # cluster_stop    stop it and remove it
+#
+# Without pg_select, PG_CONFIG (a path) or PG_MAJOR (default 15) from the
+# environment chooses the server.
 #
 # initdb and postgres refuse to run as root: as root they run as the
 # postgres user on directories it owns; as another user, as that user.
@@ -12,8 +21,6 @@
 set -euo pipefail
 
 SCD2_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_MAJOR=${PG_MAJOR:-15}
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 SCD2_PORT=${SCD2_PORT:-55432}
 SCD2_RUN_DIR=${SCD2_RUN_DIR:-/tmp/scd2-cluster-$SCD2_PORT}
 
@@ -23,13 +30,29 @@ as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Packages: the server and its development files (PGXS, pg_regress,
-# pg_isolation_regress), pg_cron for the scheduler test, gnuplot for plots.
-SCD2_PACKAGES="postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib postgresql-$PG_MAJOR-cron make gcc"
+# Packages: the compiler, and for a Debian-packaged server the server and
+# its development files (PGXS, pg_regress, pg_isolation_regress), contrib
+# (citext, btree_gist) and pg_cron for the scheduler test where Debian has
+# it for that version.
+SCD2_BUILD_PACKAGES="make gcc"
 
-ensure_deps() {
-    local missing=""
-    for p in $SCD2_PACKAGES; do
+# The Debian packages of major version $1 that exist on this machine's
+# mirror (apt-cache needs an updated list: refreshed once when empty).
+debian_server_packages() {
+    local major=$1 p out=""
+    if ! apt-cache show "postgresql-$major" >/dev/null 2>&1; then
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    fi
+    apt-cache show "postgresql-$major" >/dev/null 2>&1 || return 1
+    for p in "postgresql-$major" "postgresql-server-dev-$major" "postgresql-contrib-$major" "postgresql-$major-cron"; do
+        apt-cache show "$p" >/dev/null 2>&1 && out="$out $p"
+    done
+    echo "$out"
+}
+
+install_missing() {
+    local missing="" p
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
@@ -40,12 +63,62 @@ ensure_deps() {
     fi
 }
 
+# pg_select 15 | pg_select 18 | pg_select /path/to/pg_config
+pg_select() {
+    local target=$1 pkgs bin
+    case "$target" in
+        */*)
+            [ -x "$target" ] || { log "no pg_config at $target"; return 1; }
+            PG_CONFIG=$target ;;
+        *[!0-9]*|"")
+            log "not a PostgreSQL major version or pg_config path: $target"; return 1 ;;
+        *)
+            if pkgs=$(debian_server_packages "$target"); then
+                # postgresql-contrib-15 is a virtual package; the real one
+                # is postgresql-contrib (15 on Debian 12).
+                pkgs=${pkgs/postgresql-contrib-$target/}
+                [ "$target" = 15 ] && pkgs="$pkgs postgresql-contrib"
+                # shellcheck disable=SC2086
+                install_missing $pkgs
+                PG_CONFIG=/usr/lib/postgresql/$target/bin/pg_config
+            elif [ -x "/usr/lib/postgresql/$target/bin/pg_config" ]; then
+                PG_CONFIG=/usr/lib/postgresql/$target/bin/pg_config
+            else
+                bin=$("$SCD2_ROOT/scripts/pg_source.sh" "$target") || return $?
+                PG_CONFIG=$bin/pg_config
+            fi ;;
+    esac
+    PG_BIN=$("$PG_CONFIG" --bindir)
+    PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+    export PG_CONFIG PG_BIN PG_MAJOR
+}
+
+# True when pg_cron is installed for the selected server.
+have_pg_cron() {
+    [ -f "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ]
+}
+
+ensure_deps() {
+    # shellcheck disable=SC2086
+    install_missing $SCD2_BUILD_PACKAGES
+    if [ -z "${PG_CONFIG:-}" ]; then
+        pg_select "${PG_MAJOR:-15}"
+    elif [ -z "${PG_BIN:-}" ]; then
+        pg_select "$PG_CONFIG"
+    fi
+    # The cluster runs as postgres when we are root; a server built from
+    # source has no package that creates that user.
+    if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
+        useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+    fi
+}
+
 build_install() {
     log "building scd2"
-    make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_BIN/pg_config" COPT="-Werror" clean >/dev/null
-    make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_BIN/pg_config" COPT="-Werror"
+    make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_CONFIG" COPT="-Werror" clean >/dev/null
+    make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_CONFIG" COPT="-Werror"
     log "installing scd2"
-    as_root make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_BIN/pg_config" install >/dev/null
+    as_root make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
 
 # Run a server binary as the cluster's owner.

@@ -6,6 +6,7 @@
 
 #include "compat.h"
 
+#include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/snapshot.h"

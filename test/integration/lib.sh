@@ -8,7 +8,7 @@
 # and exits non-zero when a check failed.
 
 set -u
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+PG_BIN=${PG_BIN:-$(pg_config --bindir)}
 export PATH="$PG_BIN:$PATH"
 PASS=0
 FAIL=0

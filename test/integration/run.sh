@@ -22,21 +22,23 @@ cron_pid=$!
 "$here/dump_restore.sh" >"$out/dump_restore" 2>&1
 wait "$cron_pid"
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 for t in pg_cron dbt_replay dump_restore; do
     echo "== $t"
     cat "$out/$t"
-    line=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed$' "$out/$t" | tail -1)
+    line=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out/$t" | tail -1)
     if [ -z "$line" ]; then
         echo "$t: no result line (the script broke)"
         failed=$((failed + 1))
         continue
     fi
     p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
-    f=$(sed -E 's/.* ([0-9]+) failed$/\1/' <<<"$line")
+    f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+    s=$(sed -nE 's/.* ([0-9]+) skipped$/\1/p' <<<"$line")
+    skipped=$((skipped + ${s:-0}))
     passed=$((passed + p))
     failed=$((failed + f))
 done
 echo "# $((SECONDS - started))s"
-echo "integration: $passed passed, $failed failed"
+echo "integration: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -3,9 +3,10 @@
 # cluster whose every backend runs under valgrind, then reports the errors
 # whose stack passes through scd2's code (src/*.c).
 #
-# NOT run by scripts/test.sh (this file is not executable on purpose: the
-# suite takes several minutes under valgrind).  Run it by hand after
-# `make install` (or scripts/test.sh):
+# opt-in: valgrind
+# Not run by scripts/test.sh unless asked (the suite takes several minutes
+# under valgrind): SCD2_OPT_IN=valgrind scripts/test.sh 15 runs it with the
+# rest.  Or run it by hand after `make install` (or scripts/test.sh):
 #
 #   apt-get install -y valgrind
 #   bash test/valgrind/run.sh            # prints `valgrind: N passed, M failed`

@@ -1,0 +1,483 @@
+/* scd2 0.3 -- Slowly Changing Dimension Type 2 tables kept by one MERGE.
+ * (The 0.2 install script followed by scd2--0.2--0.3.sql.) */
+
+\echo Use "CREATE EXTENSION scd2" to load this file. \quit
+
+------------------------------------------------------------------------------
+-- Registry: one row per registered dimension.
+------------------------------------------------------------------------------
+CREATE TABLE scd2.dimensions (
+    dimension            regclass PRIMARY KEY,
+    business_key         name[]   NOT NULL,
+    tracked              name[],                 -- NULL: every shared non-key column
+    type1                name[]   NOT NULL DEFAULT '{}',
+    effective_column     name,                   -- staging column with the change time
+    delete_column        name,                   -- staging boolean, true = delete
+    mode                 text     NOT NULL DEFAULT 'incremental',
+    staging              regclass,               -- default staging table
+    valid_from_column    name     NOT NULL DEFAULT 'valid_from',
+    valid_to_column      name     NOT NULL DEFAULT 'valid_to',
+    is_current_column    name,
+    surrogate_key_column name,
+    current_valid_to     text     NOT NULL DEFAULT 'null',
+    registered_by        name     NOT NULL DEFAULT current_user,
+    registered_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT dimensions_mode_check CHECK (mode IN ('incremental', 'snapshot')),
+    CONSTRAINT dimensions_current_valid_to_check CHECK (current_valid_to IN ('null', 'infinity')),
+    CONSTRAINT dimensions_business_key_check CHECK (pg_catalog.cardinality(business_key) > 0)
+);
+COMMENT ON TABLE scd2.dimensions IS
+    'scd2 registry: the configuration of every SCD Type 2 dimension (written by scd2.register)';
+SELECT pg_catalog.pg_extension_config_dump('scd2.dimensions', '');
+
+------------------------------------------------------------------------------
+-- Audit log: one row per load.
+------------------------------------------------------------------------------
+CREATE TABLE scd2.audit_log (
+    run_id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    dimension      text        NOT NULL,
+    staging        text        NOT NULL,
+    status         text        NOT NULL,
+    effective_at   timestamptz,
+    started_at     timestamptz NOT NULL,
+    finished_at    timestamptz NOT NULL,
+    duration       interval GENERATED ALWAYS AS (finished_at - started_at) STORED,
+    source_rows    bigint NOT NULL DEFAULT 0,
+    inserted       bigint NOT NULL DEFAULT 0,
+    new_versions   bigint NOT NULL DEFAULT 0,
+    closed         bigint NOT NULL DEFAULT 0,
+    deleted        bigint NOT NULL DEFAULT 0,
+    shortened      bigint NOT NULL DEFAULT 0,
+    type1_updated  bigint NOT NULL DEFAULT 0,
+    unchanged      bigint NOT NULL DEFAULT 0,
+    duplicates     bigint NOT NULL DEFAULT 0,
+    username       name        NOT NULL,
+    txid           xid8,
+    message        text,
+    CONSTRAINT audit_log_status_check CHECK (status IN ('success', 'error', 'dry_run'))
+);
+COMMENT ON TABLE scd2.audit_log IS
+    'scd2 audit log: one row per load with its exact operation metrics';
+SELECT pg_catalog.pg_extension_config_dump('scd2.audit_log', '');
+SELECT pg_catalog.pg_extension_config_dump('scd2.audit_log_run_id_seq', '');
+
+-- Everybody may read the registry and the audit log; only the extension's
+-- own C code (switching to the extension owner after checking the caller's
+-- rights) writes them, so a user cannot forge or alter audit rows.
+GRANT USAGE ON SCHEMA scd2 TO PUBLIC;
+REVOKE ALL ON scd2.dimensions, scd2.audit_log FROM PUBLIC;
+GRANT SELECT ON scd2.dimensions, scd2.audit_log TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- Internal C helpers.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2._registry_store(dimension regclass, business_key name[],
+        tracked name[], type1 name[], effective_column name, delete_column name,
+        mode text, staging regclass, valid_from_column name, valid_to_column name,
+        is_current_column name, surrogate_key_column name, current_valid_to text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text) IS
+    'internal: stores a validated registration (the caller must own the dimension)';
+
+CREATE FUNCTION scd2._registry_remove(dimension regclass)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'scd2_registry_remove'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_remove(regclass) IS
+    'internal: removes a registration (the caller must own the dimension)';
+
+CREATE FUNCTION scd2._registry_forget_dropped()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_registry_forget_dropped'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_forget_dropped() IS
+    'internal: removes registrations whose dimension table no longer exists';
+
+-- Dropping a dimension unregisters it (and a dropped default staging
+-- table is forgotten), so the registry never points at a reused OID.
+CREATE FUNCTION scd2._on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_event_trigger_dropped_objects()
+                WHERE object_type IN ('table', 'schema')) THEN
+        PERFORM scd2._registry_forget_dropped();
+    END IF;
+END
+$$;
+CREATE EVENT TRIGGER scd2_forget_dropped_dimensions ON sql_drop
+    EXECUTE FUNCTION scd2._on_sql_drop();
+
+------------------------------------------------------------------------------
+-- register: validate a dimension's shape, create its indexes, store it.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.register(
+        dimension            regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        staging              regclass DEFAULT NULL,
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT NULL,
+        surrogate_key_column name    DEFAULT NULL,
+        current_valid_to     text    DEFAULT 'null',
+        create_indexes       boolean DEFAULT true)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $register$
+DECLARE
+    v_rel        pg_catalog.pg_class;
+    v_col        name;
+    v_type       regtype;
+    v_vf_type    regtype;
+    v_vt_type    regtype;
+    v_is_current name := is_current_column;
+    v_sk         name := surrogate_key_column;
+    v_bookkeeping name[];
+    v_pred       text;
+    v_keylist    text;
+    v_include    text;
+    v_idxname    text;
+BEGIN
+    IF dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = dimension;
+    IF v_rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'relation % is not a table', dimension
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'A dimension must be a plain or partitioned table.';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', dimension
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only the owner of a dimension can register it.';
+    END IF;
+    IF business_key IS NULL OR pg_catalog.cardinality(business_key) = 0 THEN
+        RAISE EXCEPTION 'business_key must name at least one column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass the business key as an array, e.g. ARRAY[''customer_id''].';
+    END IF;
+    IF mode IS NULL OR mode NOT IN ('incremental', 'snapshot') THEN
+        RAISE EXCEPTION 'invalid mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
+    END IF;
+    IF current_valid_to IS NULL OR current_valid_to NOT IN ('null', 'infinity') THEN
+        RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''null'' (current rows have valid_to NULL) or ''infinity''.';
+    END IF;
+
+    -- The validity columns: both present, of one temporal type.
+    v_vf_type := scd2._column_type(dimension, valid_from_column, 'valid_from_column');
+    v_vt_type := scd2._column_type(dimension, valid_to_column, 'valid_to_column');
+    IF v_vf_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
+       OR v_vt_type IS DISTINCT FROM v_vf_type THEN
+        RAISE EXCEPTION 'validity columns of % must both be timestamptz, timestamp or date', dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = pg_catalog.format('Column %I has type %s and column %I has type %s.',
+                                             valid_from_column, v_vf_type, valid_to_column, v_vt_type);
+    END IF;
+
+    -- is_current: explicit, or a boolean column called is_current if there is one.
+    IF v_is_current IS NULL AND EXISTS (
+            SELECT FROM pg_catalog.pg_attribute
+             WHERE attrelid = dimension AND attname = 'is_current' AND NOT attisdropped) THEN
+        v_is_current := 'is_current';
+    END IF;
+    IF v_is_current IS NOT NULL
+       AND scd2._column_type(dimension, v_is_current, 'is_current_column') <> 'boolean'::regtype THEN
+        RAISE EXCEPTION 'column % of % must be boolean', pg_catalog.quote_ident(v_is_current), dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Pass is_current_column => NULL-free boolean column, or drop the column.';
+    END IF;
+
+    -- Surrogate key: explicit, or the table's only identity column.
+    IF v_sk IS NULL THEN
+        SELECT pg_catalog.min(attname) INTO v_sk
+          FROM pg_catalog.pg_attribute
+         WHERE attrelid = dimension AND attidentity <> '' AND NOT attisdropped
+        HAVING pg_catalog.count(*) = 1;
+    END IF;
+    IF v_sk IS NOT NULL THEN
+        v_type := scd2._column_type(dimension, v_sk, 'surrogate_key_column');
+        IF v_type NOT IN ('bigint'::regtype, 'integer'::regtype, 'smallint'::regtype) THEN
+            RAISE EXCEPTION 'surrogate key column % of % must be an integer', pg_catalog.quote_ident(v_sk), dimension
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = pg_catalog.format('Column %I has type %s.', v_sk, v_type);
+        END IF;
+    END IF;
+
+    v_bookkeeping := ARRAY[valid_from_column, valid_to_column]::name[];
+    IF v_is_current IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_is_current; END IF;
+    IF v_sk IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_sk; END IF;
+
+    FOREACH v_col IN ARRAY business_key LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'business_key');
+        IF v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'business key column % of % is a bookkeeping column', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The business key is the natural key of the source rows, not a validity or surrogate key column.';
+        END IF;
+    END LOOP;
+    FOREACH v_col IN ARRAY COALESCE(tracked, '{}') || COALESCE(type1, '{}') LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'tracked/type1');
+        IF v_col = ANY (business_key) OR v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'column % of % cannot be tracked or Type 1', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'It is a business key or bookkeeping column.';
+        END IF;
+    END LOOP;
+    IF tracked IS NOT NULL AND type1 IS NOT NULL AND tracked && type1 THEN
+        RAISE EXCEPTION 'a column cannot be both tracked and Type 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Columns in both lists: %s.',
+                               (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ')
+                                  FROM pg_catalog.unnest(tracked) c WHERE c = ANY (type1)));
+    END IF;
+    IF staging IS NOT NULL AND staging = dimension THEN
+        RAISE EXCEPTION 'staging table cannot be the dimension itself'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
+    END IF;
+
+    IF create_indexes THEN
+        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o)
+          INTO v_keylist FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o);
+        IF current_valid_to = 'null' THEN
+            v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
+        ELSE
+            v_pred := pg_catalog.format('%I = ''infinity''', valid_to_column);
+        END IF;
+        -- One current version per business key, enforced by the database.
+        v_idxname := pg_catalog.left(v_rel.relname || '_scd2_current', 63);
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (%s) WHERE %s',
+                                  v_idxname, dimension, v_keylist, v_pred);
+        -- The as-of index: versions of a key by start, carrying what the
+        -- lookup returns so the probe can be index-only.
+        v_include := pg_catalog.quote_ident(valid_to_column);
+        IF v_sk IS NOT NULL THEN
+            v_include := pg_catalog.quote_ident(v_sk) || ', ' || v_include;
+        END IF;
+        v_idxname := pg_catalog.left(v_rel.relname || '_scd2_asof', 63);
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (%s, %I) INCLUDE (%s)',
+                                  v_idxname, dimension, v_keylist, valid_from_column, v_include);
+    END IF;
+
+    PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
+                                 effective_column, delete_column, mode, staging,
+                                 valid_from_column, valid_to_column, v_is_current, v_sk,
+                                 current_valid_to);
+    RETURN dimension;
+END
+$register$;
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean) IS
+    'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes, stores the configuration';
+
+-- Type of a column of a table, or a clear error naming it.
+CREATE FUNCTION scd2._column_type(rel regclass, col name, what text)
+RETURNS regtype
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t regtype;
+BEGIN
+    SELECT atttypid INTO t FROM pg_catalog.pg_attribute
+     WHERE attrelid = rel AND attname = col AND attnum > 0 AND NOT attisdropped;
+    IF t IS NULL THEN
+        RAISE EXCEPTION 'column "%" does not exist in %', col, rel
+            USING ERRCODE = 'undefined_column',
+                  DETAIL = pg_catalog.format('It was given as %s.', what),
+                  HINT = 'Column names are case sensitive; pass them exactly as they appear in the table.';
+    END IF;
+    RETURN t;
+END
+$$;
+
+------------------------------------------------------------------------------
+-- unregister
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.unregister(dimension regclass)
+RETURNS boolean
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT scd2._registry_remove(dimension) $$;
+COMMENT ON FUNCTION scd2.unregister(regclass) IS
+    'removes a dimension from the registry (its rows and indexes are left alone)';
+
+------------------------------------------------------------------------------
+-- create_dimension: a dimension table shaped after a staging table.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2._create_dimension(
+        default_schema       name,
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null')
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $create$
+DECLARE
+    v_parts   text[];
+    v_target  text;
+    v_cols    text;
+    v_vt_def  text := '';
+    v_dim     regclass;
+    v_missing name;
+BEGIN
+    IF "like" IS NULL OR dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension and like must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_parts := pg_catalog.parse_ident(dimension);
+    IF pg_catalog.cardinality(v_parts) > 2 THEN
+        RAISE EXCEPTION 'invalid dimension name "%"', dimension
+            USING ERRCODE = 'invalid_name', HINT = 'Give a table name, optionally schema-qualified.';
+    END IF;
+    -- An unqualified name goes to the caller's current schema (the
+    -- function itself runs with a pinned search_path).
+    IF pg_catalog.cardinality(v_parts) = 1 THEN
+        IF default_schema IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create in'
+                USING ERRCODE = 'invalid_schema_name',
+                      HINT = 'Schema-qualify the dimension name, or set search_path.';
+        END IF;
+        v_parts := ARRAY[default_schema::text] || v_parts;
+    END IF;
+    v_target := pg_catalog.format('%I.%I', v_parts[1], v_parts[2]);
+
+    SELECT k INTO v_missing FROM pg_catalog.unnest(business_key) k
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                        WHERE attrelid = "like" AND attname = k AND attnum > 0 AND NOT attisdropped)
+     LIMIT 1;
+    IF v_missing IS NOT NULL THEN
+        RAISE EXCEPTION 'business key column "%" does not exist in %', v_missing, "like"
+            USING ERRCODE = 'undefined_column';
+    END IF;
+
+    -- Every staging column but the load metadata (effective time, delete
+    -- marker), with its type and collation; keys NOT NULL.
+    SELECT pg_catalog.string_agg(
+               pg_catalog.format('%I %s%s%s', a.attname,
+                   pg_catalog.format_type(a.atttypid, a.atttypmod),
+                   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
+                        THEN ' COLLATE ' || (SELECT pg_catalog.format('%I.%I', n.nspname, c.collname)
+                                               FROM pg_catalog.pg_collation c
+                                               JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace
+                                              WHERE c.oid = a.attcollation)
+                        ELSE '' END,
+                   CASE WHEN a.attname = ANY (business_key) THEN ' NOT NULL' ELSE '' END),
+               ', ' ORDER BY a.attnum)
+      INTO v_cols
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+     WHERE a.attrelid = "like" AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attname IS DISTINCT FROM effective_column
+       AND a.attname IS DISTINCT FROM delete_column;
+
+    IF current_valid_to = 'infinity' THEN
+        v_vt_def := ' NOT NULL DEFAULT ''infinity''';
+    END IF;
+    EXECUTE pg_catalog.format(
+        'CREATE TABLE %s (%I bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, %s, '
+        '%I timestamptz NOT NULL, %I timestamptz%s, %I boolean NOT NULL DEFAULT true)',
+        v_target, surrogate_key_column, v_cols,
+        valid_from_column, valid_to_column, v_vt_def, is_current_column);
+    v_dim := v_target::regclass;
+
+    PERFORM scd2.register(v_dim, business_key,
+                          tracked => tracked, type1 => type1,
+                          effective_column => effective_column, delete_column => delete_column,
+                          mode => mode, staging => "like",
+                          valid_from_column => valid_from_column, valid_to_column => valid_to_column,
+                          is_current_column => is_current_column,
+                          surrogate_key_column => surrogate_key_column,
+                          current_valid_to => current_valid_to);
+    RETURN v_dim;
+END
+$create$;
+
+CREATE FUNCTION scd2.create_dimension(
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null')
+RETURNS regclass
+LANGUAGE sql
+AS $$ SELECT scd2._create_dimension(pg_catalog.current_schema(), $1, $2, $3, $4, $5, $6, $7,
+                                    $8, $9, $10, $11, $12, $13) $$;
+COMMENT ON FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text) IS
+    'creates a dimension table shaped after a staging table (identity surrogate key, validity columns) and registers it';
+
+------------------------------------------------------------------------------
+-- Loads.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.merge(
+        staging      regclass,
+        dimension    regclass,
+        effective_at timestamptz DEFAULT pg_catalog.now(),
+        dry_run      boolean     DEFAULT false)
+RETURNS TABLE (action text, surrogate_key bigint, business_key jsonb,
+               valid_from timestamptz, valid_to timestamptz)
+AS 'MODULE_PATHNAME', 'scd2_merge'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION scd2.merge(regclass, regclass, timestamptz, boolean) IS
+    'loads a staging table into a registered SCD Type 2 dimension with one MERGE and returns the change feed';
+
+CREATE PROCEDURE scd2.apply(
+        staging      regclass,
+        dimension    regclass,
+        effective_at timestamptz DEFAULT pg_catalog.now(),
+        INOUT run_id bigint      DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'scd2_apply'
+LANGUAGE C;
+COMMENT ON PROCEDURE scd2.apply(regclass, regclass, timestamptz, bigint) IS
+    'loads a staging table into a registered SCD Type 2 dimension with one MERGE; logs the run and returns its id';
+
+------------------------------------------------------------------------------
+-- As-of lookup for fact loads.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.asof(dimension regclass, at timestamptz, VARIADIC business_key "any")
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_asof'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION scd2.asof(regclass, timestamptz, "any") IS
+    'the surrogate key of the version of a business key valid at an instant (valid_from <= at < valid_to), or NULL';
+
+------------------------------------------------------------------------------
+-- apply_all: every registered dimension from its default staging table.
+------------------------------------------------------------------------------
+CREATE PROCEDURE scd2.apply_all(effective_at timestamptz DEFAULT pg_catalog.now())
+AS 'MODULE_PATHNAME', 'scd2_apply_all'
+LANGUAGE C;
+COMMENT ON PROCEDURE scd2.apply_all(timestamptz) IS
+    'loads every registered dimension from its registered staging table; at top level commits after each dimension, logs failures and raises an error naming them';
