@@ -4,7 +4,8 @@
 # before the load and that no success row was logged; then load again.
 #
 # Starts its OWN cluster (it kills the postmaster): port SCD2_CRASH_PORT
-# (55495), directory /tmp/scd2-crash, fsync = on; removes it at the end.
+# (default: the main cluster's port + 63, 55495), directory
+# /tmp/scd2-crash-PORT, fsync = on; removes it at the end.
 # Needs the extension installed (scripts/test.sh does that).
 #
 #   CRASH_KEYS=300000   dimension size; the batch changes every key, so the
@@ -13,8 +14,8 @@
 # Prints one line `crash: N passed, M failed`; exits non-zero on failure.
 
 set -u
-export SCD2_PORT=${SCD2_CRASH_PORT:-55495}
-export SCD2_RUN_DIR=/tmp/scd2-crash
+export SCD2_PORT=${SCD2_CRASH_PORT:-$(( ${SCD2_PORT:-55432} + 63 ))}
+export SCD2_RUN_DIR=/tmp/scd2-crash-$SCD2_PORT
 # shellcheck source=../../scripts/lib.sh
 source "$(dirname "$0")/../../scripts/lib.sh"
 set +e

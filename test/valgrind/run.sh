@@ -24,8 +24,8 @@
 # not.  Leak checking is off (memory contexts free in bulk).
 
 set -u
-export SCD2_PORT=${SCD2_VALGRIND_PORT:-55495}
-export SCD2_RUN_DIR=/tmp/scd2-valgrind
+export SCD2_PORT=${SCD2_VALGRIND_PORT:-$(( ${SCD2_PORT:-55432} + 63 ))}
+export SCD2_RUN_DIR=/tmp/scd2-valgrind-$SCD2_PORT
 # shellcheck source=../../scripts/lib.sh
 source "$(dirname "$0")/../../scripts/lib.sh"
 set +e
