@@ -25,17 +25,18 @@ passed=0 failed=0 skipped=0 broken=""
 LOGDIR=$(mktemp -d)
 RESULT='^[a-z_0-9]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$'
 
-# Run one suite; count its tests from what it prints: pg_regress lines
-# ("test x ... ok" / "... FAILED"), or a script's "N passed, M failed[, K
-# skipped]".
+# Run one suite; count its tests from what it prints: pg_regress's lines
+# for each test, or a script's closing "N passed, M failed[, K skipped]".
 run_suite() {
     local name=$1; shift
     local out="$LOGDIR/$name.log" rc=0 p f s=0 line
     log "suite: $name"
     "$@" >"$out" 2>&1 || rc=$?
     cat "$out"
-    p=$(grep -cE '^(test |ok |     )?.*\.\.\. +ok' "$out" || true)
-    f=$(grep -cE '\.\.\. +FAILED' "$out" || true)
+    # pg_regress before 16: "test x ... ok" / "... FAILED"; from 16 on (TAP):
+    # "ok 3 - x" / "not ok 3 - x".
+    p=$(grep -cE '\.\.\. +ok|^ok [0-9]+ ' "$out" || true)
+    f=$(grep -cE '\.\.\. +FAILED|^not ok [0-9]+ ' "$out" || true)
     line=$(grep -E "$RESULT" "$out" | tail -1 || true)
     if [ -n "$line" ]; then
         p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
