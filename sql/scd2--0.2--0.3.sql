@@ -1,3 +1,462 @@
 /* scd2 0.2 -> 0.3 */
 
 \echo Use "ALTER EXTENSION scd2 UPDATE TO '0.3'" to load this file. \quit
+
+------------------------------------------------------------------------------
+-- no_overlap: register(..., no_overlap => true) adds an exclusion constraint
+-- so that no two versions of one key overlap; the registry remembers it.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions ADD COLUMN no_overlap_constraint name;
+
+CREATE FUNCTION scd2._registry_set_no_overlap(dimension regclass, constraint_name name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_set_no_overlap'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_set_no_overlap(regclass, name) IS
+    'internal: records the exclusion constraint scd2 made for a registration (the caller must own the dimension)';
+
+DROP FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean);
+CREATE FUNCTION scd2.register(
+        dimension            regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        staging              regclass DEFAULT NULL,
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT NULL,
+        surrogate_key_column name    DEFAULT NULL,
+        current_valid_to     text    DEFAULT 'null',
+        create_indexes       boolean DEFAULT true,
+        no_overlap           boolean DEFAULT false)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $register$
+DECLARE
+    v_rel        pg_catalog.pg_class;
+    v_col        name;
+    v_type       regtype;
+    v_vf_type    regtype;
+    v_vt_type    regtype;
+    v_is_current name := is_current_column;
+    v_sk         name := surrogate_key_column;
+    v_bookkeeping name[];
+    v_pred       text;
+    v_keylist    text;
+    v_include    text;
+    v_idxname    text;
+    v_no_overlap name;
+BEGIN
+    IF dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = dimension;
+    IF v_rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'relation % is not a table', dimension
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'A dimension must be a plain or partitioned table.';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', dimension
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only the owner of a dimension can register it.';
+    END IF;
+    IF business_key IS NULL OR pg_catalog.cardinality(business_key) = 0 THEN
+        RAISE EXCEPTION 'business_key must name at least one column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass the business key as an array, e.g. ARRAY[''customer_id''].';
+    END IF;
+    IF mode IS NULL OR mode NOT IN ('incremental', 'snapshot') THEN
+        RAISE EXCEPTION 'invalid mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
+    END IF;
+    IF current_valid_to IS NULL OR current_valid_to NOT IN ('null', 'infinity') THEN
+        RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''null'' (current rows have valid_to NULL) or ''infinity''.';
+    END IF;
+
+    -- The validity columns: both present, of one temporal type.
+    v_vf_type := scd2._column_type(dimension, valid_from_column, 'valid_from_column');
+    v_vt_type := scd2._column_type(dimension, valid_to_column, 'valid_to_column');
+    IF v_vf_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
+       OR v_vt_type IS DISTINCT FROM v_vf_type THEN
+        RAISE EXCEPTION 'validity columns of % must both be timestamptz, timestamp or date', dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = pg_catalog.format('Column %I has type %s and column %I has type %s.',
+                                             valid_from_column, v_vf_type, valid_to_column, v_vt_type);
+    END IF;
+
+    -- is_current: explicit, or a boolean column called is_current if there is one.
+    IF v_is_current IS NULL AND EXISTS (
+            SELECT FROM pg_catalog.pg_attribute
+             WHERE attrelid = dimension AND attname = 'is_current' AND NOT attisdropped) THEN
+        v_is_current := 'is_current';
+    END IF;
+    IF v_is_current IS NOT NULL
+       AND scd2._column_type(dimension, v_is_current, 'is_current_column') <> 'boolean'::regtype THEN
+        RAISE EXCEPTION 'column % of % must be boolean', pg_catalog.quote_ident(v_is_current), dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Pass is_current_column => NULL-free boolean column, or drop the column.';
+    END IF;
+
+    -- Surrogate key: explicit, or the table's only identity column.
+    IF v_sk IS NULL THEN
+        SELECT pg_catalog.min(attname) INTO v_sk
+          FROM pg_catalog.pg_attribute
+         WHERE attrelid = dimension AND attidentity <> '' AND NOT attisdropped
+        HAVING pg_catalog.count(*) = 1;
+    END IF;
+    IF v_sk IS NOT NULL THEN
+        v_type := scd2._column_type(dimension, v_sk, 'surrogate_key_column');
+        IF v_type NOT IN ('bigint'::regtype, 'integer'::regtype, 'smallint'::regtype) THEN
+            RAISE EXCEPTION 'surrogate key column % of % must be an integer', pg_catalog.quote_ident(v_sk), dimension
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = pg_catalog.format('Column %I has type %s.', v_sk, v_type);
+        END IF;
+    END IF;
+
+    v_bookkeeping := ARRAY[valid_from_column, valid_to_column]::name[];
+    IF v_is_current IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_is_current; END IF;
+    IF v_sk IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_sk; END IF;
+
+    FOREACH v_col IN ARRAY business_key LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'business_key');
+        IF v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'business key column % of % is a bookkeeping column', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The business key is the natural key of the source rows, not a validity or surrogate key column.';
+        END IF;
+    END LOOP;
+    FOREACH v_col IN ARRAY COALESCE(tracked, '{}') || COALESCE(type1, '{}') LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'tracked/type1');
+        IF v_col = ANY (business_key) OR v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'column % of % cannot be tracked or Type 1', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'It is a business key or bookkeeping column.';
+        END IF;
+    END LOOP;
+    IF tracked IS NOT NULL AND type1 IS NOT NULL AND tracked && type1 THEN
+        RAISE EXCEPTION 'a column cannot be both tracked and Type 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Columns in both lists: %s.',
+                               (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ')
+                                  FROM pg_catalog.unnest(tracked) c WHERE c = ANY (type1)));
+    END IF;
+    IF staging IS NOT NULL AND staging = dimension THEN
+        RAISE EXCEPTION 'staging table cannot be the dimension itself'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
+    END IF;
+
+    IF create_indexes THEN
+        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o)
+          INTO v_keylist FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o);
+        IF current_valid_to = 'null' THEN
+            v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
+        ELSE
+            v_pred := pg_catalog.format('%I = ''infinity''', valid_to_column);
+        END IF;
+        -- One current version per business key, enforced by the database.
+        v_idxname := pg_catalog.left(v_rel.relname || '_scd2_current', 63);
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (%s) WHERE %s',
+                                  v_idxname, dimension, v_keylist, v_pred);
+        -- The as-of index: versions of a key by start, carrying what the
+        -- lookup returns so the probe can be index-only.
+        v_include := pg_catalog.quote_ident(valid_to_column);
+        IF v_sk IS NOT NULL THEN
+            v_include := pg_catalog.quote_ident(v_sk) || ', ' || v_include;
+        END IF;
+        v_idxname := pg_catalog.left(v_rel.relname || '_scd2_asof', 63);
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (%s, %I) INCLUDE (%s)',
+                                  v_idxname, dimension, v_keylist, valid_from_column, v_include);
+    END IF;
+
+    -- History integrity enforced by the database: the exclusion constraint
+    -- of the previous registration is replaced by this one's, or dropped.
+    v_no_overlap := scd2._no_overlap_replace(
+        dimension, business_key, valid_from_column, valid_to_column, COALESCE(no_overlap, false),
+        (SELECT d.no_overlap_constraint FROM scd2.dimensions d
+          WHERE d.dimension OPERATOR(pg_catalog.=) register.dimension));
+
+    PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
+                                 effective_column, delete_column, mode, staging,
+                                 valid_from_column, valid_to_column, v_is_current, v_sk,
+                                 current_valid_to);
+    PERFORM scd2._registry_set_no_overlap(dimension, v_no_overlap);
+    RETURN dimension;
+END
+$register$;
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean) IS
+    'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
+------------------------------------------------------------------------------
+-- no_overlap: no two versions of one key overlap, whoever writes the table.
+------------------------------------------------------------------------------
+
+-- A name for a new index-backed object of a table, chosen the way
+-- PostgreSQL's ChooseRelationName does: "<table>_<suffix>", the table name
+-- clipped (on a character boundary) so the whole fits in NAMEDATALEN - 1
+-- bytes, and a number appended until no relation of the schema (and no
+-- constraint of the table) has that name.
+CREATE FUNCTION scd2._choose_relation_name(rel regclass, suffix text)
+RETURNS name
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nsp  oid;
+    v_base text;
+    v_tail text := '';
+    v_name text;
+    v_n    int := 0;
+BEGIN
+    SELECT relnamespace, relname INTO v_nsp, v_base FROM pg_catalog.pg_class WHERE oid = rel;
+    LOOP
+        v_name := v_base;
+        WHILE pg_catalog.octet_length(v_name || '_' || suffix || v_tail) > 63 LOOP
+            v_name := pg_catalog.left(v_name, -1);
+        END LOOP;
+        v_name := v_name || '_' || suffix || v_tail;
+        EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_class
+                               WHERE relnamespace = v_nsp AND relname = v_name)
+              AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint
+                               WHERE conrelid = rel AND conname = v_name);
+        v_n := v_n + 1;
+        v_tail := v_n::text;
+    END LOOP;
+    RETURN v_name;
+END
+$$;
+
+-- The exclusion constraint of no_overlap:
+--   EXCLUDE USING gist (key WITH =, ..., tstzrange(valid_from, valid_to, '[)') WITH &&)
+-- (tsrange / daterange for timestamp / date validity).  A current row's
+-- NULL valid_to is an unbounded range; 'infinity' and far-future values
+-- are ordinary upper bounds.  The key's equality needs a gist operator
+-- class: btree_gist's, for the built-in scalar types and enums.
+CREATE FUNCTION scd2._no_overlap_definition(dimension regclass, business_key name[],
+        valid_from_column name, valid_to_column name)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_col   name;
+    v_type  oid;
+    v_elems text[] := '{}';
+    v_range text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'btree_gist') THEN
+        RAISE EXCEPTION 'no_overlap needs the btree_gist extension'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The exclusion constraint compares business keys with = in a gist index; btree_gist provides that for scalar types.',
+                  HINT = 'Run CREATE EXTENSION btree_gist in this database (it is part of PostgreSQL''s contrib), then register again.';
+    END IF;
+    FOREACH v_col IN ARRAY business_key LOOP
+        SELECT a.atttypid INTO v_type FROM pg_catalog.pg_attribute a
+         WHERE a.attrelid = dimension AND a.attname = v_col AND a.attnum > 0 AND NOT a.attisdropped;
+        -- A domain compares as its base type.
+        WHILE (SELECT t.typtype FROM pg_catalog.pg_type t WHERE t.oid = v_type) = 'd' LOOP
+            SELECT t.typbasetype INTO v_type FROM pg_catalog.pg_type t WHERE t.oid = v_type;
+        END LOOP;
+        -- Only types whose = is pg_catalog's (so OPERATOR(pg_catalog.=) is
+        -- the equality scd2 itself uses for the key) and that have a
+        -- default gist operator class, directly or by binary coercion.
+        IF NOT EXISTS (
+            SELECT FROM pg_catalog.pg_type t
+             WHERE t.oid = v_type AND (t.typnamespace = 'pg_catalog'::regnamespace OR t.typtype = 'e')
+               AND EXISTS (
+                   SELECT FROM pg_catalog.pg_opclass c
+                     JOIN pg_catalog.pg_am am ON am.oid = c.opcmethod AND am.amname = 'gist'
+                    WHERE c.opcdefault
+                      AND (c.opcintype = v_type
+                           OR (t.typtype = 'e' AND c.opcintype = 'anyenum'::regtype)
+                           OR EXISTS (SELECT FROM pg_catalog.pg_cast k
+                                       WHERE k.castsource = v_type AND k.casttarget = c.opcintype
+                                         AND k.castmethod = 'b' AND k.castcontext = 'i')))) THEN
+            RAISE EXCEPTION 'business key column % of % cannot take part in the no_overlap constraint',
+                            pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = pg_catalog.format('Its type %s has no gist operator class for the built-in equality.',
+                                                 v_type::regtype),
+                      HINT = 'btree_gist supports integer, numeric, text, varchar, uuid, date and timestamp keys, among others; register without no_overlap for other key types.';
+        END IF;
+        v_elems := v_elems || pg_catalog.format('%I WITH OPERATOR(pg_catalog.=)', v_col);
+    END LOOP;
+    v_range := CASE scd2._column_type(dimension, valid_from_column, 'valid_from_column')
+                   WHEN 'timestamptz'::regtype THEN 'tstzrange'
+                   WHEN 'timestamp'::regtype THEN 'tsrange'
+                   ELSE 'daterange' END;
+    RETURN pg_catalog.format('EXCLUDE USING gist (%s, pg_catalog.%s(%I, %I, ''[)'') WITH OPERATOR(pg_catalog.&&))',
+                             pg_catalog.array_to_string(v_elems, ', '), v_range,
+                             valid_from_column, valid_to_column);
+END
+$$;
+
+-- Drops the constraint a previous registration made (when it is still
+-- there) and, when wanted, adds this registration's; returns its name or
+-- NULL.  Adding it checks the existing history: overlapping versions are
+-- an error naming them, and nothing is registered.
+CREATE FUNCTION scd2._no_overlap_replace(dimension regclass, business_key name[],
+        valid_from_column name, valid_to_column name, wanted boolean, previous name)
+RETURNS name
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_def    text;
+    v_name   name;
+    v_detail text;
+BEGIN
+    IF wanted THEN
+        v_def := scd2._no_overlap_definition(dimension, business_key, valid_from_column, valid_to_column);
+    END IF;
+    IF previous IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_constraint
+                                         WHERE conrelid = dimension AND conname = previous AND contype = 'x') THEN
+        EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', dimension, previous);
+    END IF;
+    IF NOT wanted THEN
+        RETURN NULL;
+    END IF;
+    v_name := scd2._choose_relation_name(dimension, 'scd2_no_overlap');
+    BEGIN
+        EXECUTE pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I %s', dimension, v_name, v_def);
+    EXCEPTION WHEN exclusion_violation THEN
+        GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL;
+        RAISE EXCEPTION 'versions of % overlap: no_overlap cannot be enforced', dimension
+            USING ERRCODE = 'exclusion_violation',
+                  DETAIL = v_detail,
+                  HINT = 'Repair the overlapping versions (each key''s versions must follow each other, valid_to of one at or before valid_from of the next), then register again.';
+    END;
+    RETURN v_name;
+END
+$$;
+
+DROP FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text);
+DROP FUNCTION scd2._create_dimension(name, text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text);
+CREATE FUNCTION scd2._create_dimension(
+        default_schema       name,
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null',
+        no_overlap           boolean DEFAULT false)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $create$
+DECLARE
+    v_parts   text[];
+    v_target  text;
+    v_cols    text;
+    v_vt_def  text := '';
+    v_dim     regclass;
+    v_missing name;
+BEGIN
+    IF "like" IS NULL OR dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension and like must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_parts := pg_catalog.parse_ident(dimension);
+    IF pg_catalog.cardinality(v_parts) > 2 THEN
+        RAISE EXCEPTION 'invalid dimension name "%"', dimension
+            USING ERRCODE = 'invalid_name', HINT = 'Give a table name, optionally schema-qualified.';
+    END IF;
+    -- An unqualified name goes to the caller's current schema (the
+    -- function itself runs with a pinned search_path).
+    IF pg_catalog.cardinality(v_parts) = 1 THEN
+        IF default_schema IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create in'
+                USING ERRCODE = 'invalid_schema_name',
+                      HINT = 'Schema-qualify the dimension name, or set search_path.';
+        END IF;
+        v_parts := ARRAY[default_schema::text] || v_parts;
+    END IF;
+    v_target := pg_catalog.format('%I.%I', v_parts[1], v_parts[2]);
+
+    SELECT k INTO v_missing FROM pg_catalog.unnest(business_key) k
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                        WHERE attrelid = "like" AND attname = k AND attnum > 0 AND NOT attisdropped)
+     LIMIT 1;
+    IF v_missing IS NOT NULL THEN
+        RAISE EXCEPTION 'business key column "%" does not exist in %', v_missing, "like"
+            USING ERRCODE = 'undefined_column';
+    END IF;
+
+    -- Every staging column but the load metadata (effective time, delete
+    -- marker), with its type and collation; keys NOT NULL.
+    SELECT pg_catalog.string_agg(
+               pg_catalog.format('%I %s%s%s', a.attname,
+                   pg_catalog.format_type(a.atttypid, a.atttypmod),
+                   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
+                        THEN ' COLLATE ' || (SELECT pg_catalog.format('%I.%I', n.nspname, c.collname)
+                                               FROM pg_catalog.pg_collation c
+                                               JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace
+                                              WHERE c.oid = a.attcollation)
+                        ELSE '' END,
+                   CASE WHEN a.attname = ANY (business_key) THEN ' NOT NULL' ELSE '' END),
+               ', ' ORDER BY a.attnum)
+      INTO v_cols
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+     WHERE a.attrelid = "like" AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attname IS DISTINCT FROM effective_column
+       AND a.attname IS DISTINCT FROM delete_column;
+
+    IF current_valid_to = 'infinity' THEN
+        v_vt_def := ' NOT NULL DEFAULT ''infinity''';
+    END IF;
+    EXECUTE pg_catalog.format(
+        'CREATE TABLE %s (%I bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, %s, '
+        '%I timestamptz NOT NULL, %I timestamptz%s, %I boolean NOT NULL DEFAULT true)',
+        v_target, surrogate_key_column, v_cols,
+        valid_from_column, valid_to_column, v_vt_def, is_current_column);
+    v_dim := v_target::regclass;
+
+    PERFORM scd2.register(v_dim, business_key,
+                          tracked => tracked, type1 => type1,
+                          effective_column => effective_column, delete_column => delete_column,
+                          mode => mode, staging => "like",
+                          valid_from_column => valid_from_column, valid_to_column => valid_to_column,
+                          is_current_column => is_current_column,
+                          surrogate_key_column => surrogate_key_column,
+                          current_valid_to => current_valid_to,
+                          no_overlap => no_overlap);
+    RETURN v_dim;
+END
+$create$;
+
+CREATE FUNCTION scd2.create_dimension(
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null',
+        no_overlap           boolean DEFAULT false)
+RETURNS regclass
+LANGUAGE sql
+AS $$ SELECT scd2._create_dimension(pg_catalog.current_schema(), $1, $2, $3, $4, $5, $6, $7,
+                                    $8, $9, $10, $11, $12, $13, $14) $$;
+COMMENT ON FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text, boolean) IS
+    'creates a dimension table shaped after a staging table (identity surrogate key, validity columns) and registers it';

@@ -22,6 +22,7 @@ CREATE TABLE scd2.dimensions (
     current_valid_to     text     NOT NULL DEFAULT 'null',
     registered_by        name     NOT NULL DEFAULT current_user,
     registered_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    no_overlap_constraint name,                  -- exclusion constraint scd2 made (no_overlap)
     CONSTRAINT dimensions_mode_check CHECK (mode IN ('incremental', 'snapshot')),
     CONSTRAINT dimensions_current_valid_to_check CHECK (current_valid_to IN ('null', 'infinity')),
     CONSTRAINT dimensions_business_key_check CHECK (pg_catalog.cardinality(business_key) > 0)
@@ -81,6 +82,13 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2._registry_store(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text) IS
     'internal: stores a validated registration (the caller must own the dimension)';
 
+CREATE FUNCTION scd2._registry_set_no_overlap(dimension regclass, constraint_name name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_set_no_overlap'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_set_no_overlap(regclass, name) IS
+    'internal: records the exclusion constraint scd2 made for a registration (the caller must own the dimension)';
+
 CREATE FUNCTION scd2._registry_remove(dimension regclass)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'scd2_registry_remove'
@@ -129,7 +137,8 @@ CREATE FUNCTION scd2.register(
         is_current_column    name    DEFAULT NULL,
         surrogate_key_column name    DEFAULT NULL,
         current_valid_to     text    DEFAULT 'null',
-        create_indexes       boolean DEFAULT true)
+        create_indexes       boolean DEFAULT true,
+        no_overlap           boolean DEFAULT false)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -147,6 +156,7 @@ DECLARE
     v_keylist    text;
     v_include    text;
     v_idxname    text;
+    v_no_overlap name;
 BEGIN
     IF dimension IS NULL THEN
         RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -274,15 +284,166 @@ BEGIN
                                   v_idxname, dimension, v_keylist, valid_from_column, v_include);
     END IF;
 
+    -- History integrity enforced by the database: the exclusion constraint
+    -- of the previous registration is replaced by this one's, or dropped.
+    v_no_overlap := scd2._no_overlap_replace(
+        dimension, business_key, valid_from_column, valid_to_column, COALESCE(no_overlap, false),
+        (SELECT d.no_overlap_constraint FROM scd2.dimensions d
+          WHERE d.dimension OPERATOR(pg_catalog.=) register.dimension));
+
     PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  current_valid_to);
+    PERFORM scd2._registry_set_no_overlap(dimension, v_no_overlap);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean) IS
-    'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes, stores the configuration';
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean) IS
+    'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
+
+------------------------------------------------------------------------------
+-- no_overlap: no two versions of one key overlap, whoever writes the table.
+------------------------------------------------------------------------------
+
+-- A name for a new index-backed object of a table, chosen the way
+-- PostgreSQL's ChooseRelationName does: "<table>_<suffix>", the table name
+-- clipped (on a character boundary) so the whole fits in NAMEDATALEN - 1
+-- bytes, and a number appended until no relation of the schema (and no
+-- constraint of the table) has that name.
+CREATE FUNCTION scd2._choose_relation_name(rel regclass, suffix text)
+RETURNS name
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_nsp  oid;
+    v_base text;
+    v_tail text := '';
+    v_name text;
+    v_n    int := 0;
+BEGIN
+    SELECT relnamespace, relname INTO v_nsp, v_base FROM pg_catalog.pg_class WHERE oid = rel;
+    LOOP
+        v_name := v_base;
+        WHILE pg_catalog.octet_length(v_name || '_' || suffix || v_tail) > 63 LOOP
+            v_name := pg_catalog.left(v_name, -1);
+        END LOOP;
+        v_name := v_name || '_' || suffix || v_tail;
+        EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_class
+                               WHERE relnamespace = v_nsp AND relname = v_name)
+              AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint
+                               WHERE conrelid = rel AND conname = v_name);
+        v_n := v_n + 1;
+        v_tail := v_n::text;
+    END LOOP;
+    RETURN v_name;
+END
+$$;
+
+-- The exclusion constraint of no_overlap:
+--   EXCLUDE USING gist (key WITH =, ..., tstzrange(valid_from, valid_to, '[)') WITH &&)
+-- (tsrange / daterange for timestamp / date validity).  A current row's
+-- NULL valid_to is an unbounded range; 'infinity' and far-future values
+-- are ordinary upper bounds.  The key's equality needs a gist operator
+-- class: btree_gist's, for the built-in scalar types and enums.
+CREATE FUNCTION scd2._no_overlap_definition(dimension regclass, business_key name[],
+        valid_from_column name, valid_to_column name)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_col   name;
+    v_type  oid;
+    v_elems text[] := '{}';
+    v_range text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'btree_gist') THEN
+        RAISE EXCEPTION 'no_overlap needs the btree_gist extension'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The exclusion constraint compares business keys with = in a gist index; btree_gist provides that for scalar types.',
+                  HINT = 'Run CREATE EXTENSION btree_gist in this database (it is part of PostgreSQL''s contrib), then register again.';
+    END IF;
+    FOREACH v_col IN ARRAY business_key LOOP
+        SELECT a.atttypid INTO v_type FROM pg_catalog.pg_attribute a
+         WHERE a.attrelid = dimension AND a.attname = v_col AND a.attnum > 0 AND NOT a.attisdropped;
+        -- A domain compares as its base type.
+        WHILE (SELECT t.typtype FROM pg_catalog.pg_type t WHERE t.oid = v_type) = 'd' LOOP
+            SELECT t.typbasetype INTO v_type FROM pg_catalog.pg_type t WHERE t.oid = v_type;
+        END LOOP;
+        -- Only types whose = is pg_catalog's (so OPERATOR(pg_catalog.=) is
+        -- the equality scd2 itself uses for the key) and that have a
+        -- default gist operator class, directly or by binary coercion.
+        IF NOT EXISTS (
+            SELECT FROM pg_catalog.pg_type t
+             WHERE t.oid = v_type AND (t.typnamespace = 'pg_catalog'::regnamespace OR t.typtype = 'e')
+               AND EXISTS (
+                   SELECT FROM pg_catalog.pg_opclass c
+                     JOIN pg_catalog.pg_am am ON am.oid = c.opcmethod AND am.amname = 'gist'
+                    WHERE c.opcdefault
+                      AND (c.opcintype = v_type
+                           OR (t.typtype = 'e' AND c.opcintype = 'anyenum'::regtype)
+                           OR EXISTS (SELECT FROM pg_catalog.pg_cast k
+                                       WHERE k.castsource = v_type AND k.casttarget = c.opcintype
+                                         AND k.castmethod = 'b' AND k.castcontext = 'i')))) THEN
+            RAISE EXCEPTION 'business key column % of % cannot take part in the no_overlap constraint',
+                            pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = pg_catalog.format('Its type %s has no gist operator class for the built-in equality.',
+                                                 v_type::regtype),
+                      HINT = 'btree_gist supports integer, numeric, text, varchar, uuid, date and timestamp keys, among others; register without no_overlap for other key types.';
+        END IF;
+        v_elems := v_elems || pg_catalog.format('%I WITH OPERATOR(pg_catalog.=)', v_col);
+    END LOOP;
+    v_range := CASE scd2._column_type(dimension, valid_from_column, 'valid_from_column')
+                   WHEN 'timestamptz'::regtype THEN 'tstzrange'
+                   WHEN 'timestamp'::regtype THEN 'tsrange'
+                   ELSE 'daterange' END;
+    RETURN pg_catalog.format('EXCLUDE USING gist (%s, pg_catalog.%s(%I, %I, ''[)'') WITH OPERATOR(pg_catalog.&&))',
+                             pg_catalog.array_to_string(v_elems, ', '), v_range,
+                             valid_from_column, valid_to_column);
+END
+$$;
+
+-- Drops the constraint a previous registration made (when it is still
+-- there) and, when wanted, adds this registration's; returns its name or
+-- NULL.  Adding it checks the existing history: overlapping versions are
+-- an error naming them, and nothing is registered.
+CREATE FUNCTION scd2._no_overlap_replace(dimension regclass, business_key name[],
+        valid_from_column name, valid_to_column name, wanted boolean, previous name)
+RETURNS name
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_def    text;
+    v_name   name;
+    v_detail text;
+BEGIN
+    IF wanted THEN
+        v_def := scd2._no_overlap_definition(dimension, business_key, valid_from_column, valid_to_column);
+    END IF;
+    IF previous IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.pg_constraint
+                                         WHERE conrelid = dimension AND conname = previous AND contype = 'x') THEN
+        EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', dimension, previous);
+    END IF;
+    IF NOT wanted THEN
+        RETURN NULL;
+    END IF;
+    v_name := scd2._choose_relation_name(dimension, 'scd2_no_overlap');
+    BEGIN
+        EXECUTE pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I %s', dimension, v_name, v_def);
+    EXCEPTION WHEN exclusion_violation THEN
+        GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL;
+        RAISE EXCEPTION 'versions of % overlap: no_overlap cannot be enforced', dimension
+            USING ERRCODE = 'exclusion_violation',
+                  DETAIL = v_detail,
+                  HINT = 'Repair the overlapping versions (each key''s versions must follow each other, valid_to of one at or before valid_from of the next), then register again.';
+    END;
+    RETURN v_name;
+END
+$$;
 
 -- Type of a column of a table, or a clear error naming it.
 CREATE FUNCTION scd2._column_type(rel regclass, col name, what text)
@@ -333,7 +494,8 @@ CREATE FUNCTION scd2._create_dimension(
         valid_from_column    name    DEFAULT 'valid_from',
         valid_to_column      name    DEFAULT 'valid_to',
         is_current_column    name    DEFAULT 'is_current',
-        current_valid_to     text    DEFAULT 'null')
+        current_valid_to     text    DEFAULT 'null',
+        no_overlap           boolean DEFAULT false)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -412,7 +574,8 @@ BEGIN
                           valid_from_column => valid_from_column, valid_to_column => valid_to_column,
                           is_current_column => is_current_column,
                           surrogate_key_column => surrogate_key_column,
-                          current_valid_to => current_valid_to);
+                          current_valid_to => current_valid_to,
+                          no_overlap => no_overlap);
     RETURN v_dim;
 END
 $create$;
@@ -430,12 +593,13 @@ CREATE FUNCTION scd2.create_dimension(
         valid_from_column    name    DEFAULT 'valid_from',
         valid_to_column      name    DEFAULT 'valid_to',
         is_current_column    name    DEFAULT 'is_current',
-        current_valid_to     text    DEFAULT 'null')
+        current_valid_to     text    DEFAULT 'null',
+        no_overlap           boolean DEFAULT false)
 RETURNS regclass
 LANGUAGE sql
 AS $$ SELECT scd2._create_dimension(pg_catalog.current_schema(), $1, $2, $3, $4, $5, $6, $7,
-                                    $8, $9, $10, $11, $12, $13) $$;
-COMMENT ON FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text) IS
+                                    $8, $9, $10, $11, $12, $13, $14) $$;
+COMMENT ON FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text, boolean) IS
     'creates a dimension table shaped after a staging table (identity surrogate key, validity columns) and registers it';
 
 ------------------------------------------------------------------------------

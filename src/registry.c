@@ -17,6 +17,7 @@
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(scd2_registry_store);
+PG_FUNCTION_INFO_V1(scd2_registry_set_no_overlap);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 
@@ -96,6 +97,40 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 		14, argtypes, values, nulls);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "scd2: storing the registration failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * Records the exclusion constraint register() made for no_overlap (NULL:
+ * none), so the next registration of the dimension can replace it.  Its
+ * name, not its OID: the registry is dumped and restored as text.
+ */
+Datum
+scd2_registry_set_no_overlap(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, NAMEOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	int			rc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner("UPDATE scd2.dimensions SET no_overlap_constraint = $2"
+					   " WHERE dimension OPERATOR(pg_catalog.=) $1",
+					   2, argtypes, values, nulls);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "scd2: recording the no_overlap constraint failed: %s",
+			 SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
