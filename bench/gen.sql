@@ -44,6 +44,7 @@
 \if :{?new} \else \set new 0.05 \endif
 \if :{?deleted} \else \set deleted 0 \endif
 \if :{?use_scd2} \else \set use_scd2 0 \endif
+\if :{?no_overlap} \else \set no_overlap 0 \endif
 \if :{?seed} \else \set seed 42 \endif
 \if :{?layout} \else \set layout key \endif
 SELECT :'layout' IN ('key', 'load') AS layout_ok,
@@ -63,10 +64,10 @@ SET work_mem = '256MB';
 DROP VIEW  IF EXISTS stg_hashed;
 \if :use_scd2
 SELECT scd2.unregister(c.oid::regclass) FROM pg_class c
- WHERE c.relname = 'dim' AND c.relnamespace = 'public'::regnamespace
+ WHERE c.relname IN ('dim', 'dim_nov') AND c.relnamespace = 'public'::regnamespace
    AND EXISTS (SELECT FROM scd2.dimensions d WHERE d.dimension = c.oid) \g /dev/null
 \endif
-DROP TABLE IF EXISTS dim, dim_seed, dim_dbt, stg, bench_truth, floor_close, floor_new, bench_params;
+DROP TABLE IF EXISTS dim, dim_nov, dim_seed, dim_dbt, stg, bench_truth, floor_close, floor_new, bench_params;
 
 -- Composition of the batch.
 SELECT round(:batch * :changed)::bigint AS n_changed,
@@ -82,7 +83,8 @@ CREATE TABLE bench_params AS
 SELECT :keys::bigint AS keys, :versions::int AS versions, :batch::bigint AS batch,
        :n_unchanged::bigint AS unchanged, :n_changed::bigint AS changed,
        :n_new::bigint AS new, :n_deleted::bigint AS deleted,
-       timestamptz '2026-11-30 12:00:00+00' AS effective_at, :'layout'::text AS layout;
+       timestamptz '2026-11-30 12:00:00+00' AS effective_at, :'layout'::text AS layout,
+       :no_overlap::int AS no_overlap;
 
 ------------------------------------------------------------------------------
 -- The dimension: KEYS x VERSIONS rows, version v of key k valid on
@@ -202,6 +204,24 @@ SELECT scd2.register('dim', ARRAY['customer_id']) \g /dev/null
 \else
 CREATE UNIQUE INDEX dim_scd2_current ON dim (customer_id) WHERE valid_to IS NULL;
 CREATE UNIQUE INDEX dim_scd2_asof ON dim (customer_id, valid_from) INCLUDE (customer_sk, valid_to);
+\endif
+
+------------------------------------------------------------------------------
+-- Approach 1b (no_overlap=1): a copy of dim registered with no_overlap =>
+-- true, so scd2.apply runs under the exclusion constraint.
+------------------------------------------------------------------------------
+\if :no_overlap
+CREATE EXTENSION IF NOT EXISTS btree_gist;
+CREATE TABLE dim_nov (LIKE dim INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING CONSTRAINTS);
+ALTER TABLE dim_nov ADD PRIMARY KEY (customer_sk);
+INSERT INTO dim_nov SELECT * FROM dim ORDER BY customer_sk;
+SELECT setval(pg_get_serial_sequence('dim_nov', 'customer_sk'), (SELECT max(customer_sk) FROM dim_nov)) \g /dev/null
+\if :has_deleted
+SELECT scd2.register('dim_nov', ARRAY['customer_id'], delete_column => 'is_deleted', no_overlap => true) \g /dev/null
+\else
+SELECT scd2.register('dim_nov', ARRAY['customer_id'], no_overlap => true) \g /dev/null
+\endif
+VACUUM (ANALYZE) dim_nov;
 \endif
 
 ------------------------------------------------------------------------------

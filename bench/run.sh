@@ -14,6 +14,9 @@
 #   ROUNDS=3            timed rounds; the approaches alternate order each round
 #   SKIP_SCD2=0         1: leave approach 1 out (extension not installed)
 #   APPROACHES="scd2 seeds dbt floor"
+#   NO_OVERLAP=0        1: also scd2_no_overlap, scd2.apply on a copy of the
+#                       dimension registered with no_overlap => true (an
+#                       exclusion constraint; needs btree_gist)
 #   GEN=1               0: reuse the data of the previous run if its
 #                       parameters match (bench_params)
 #   VERIFY=1            0: skip the verification pass
@@ -59,11 +62,14 @@ TAG=${TAG:-k${KEYS}_b${BATCH}_v${VERSIONS}_c${CHANGED}_n${NEW}_d${DELETED}$([ "$
 OUT=${OUT:-$HERE/out/$TAG}
 mkdir -p "$OUT"
 
+NO_OVERLAP=${NO_OVERLAP:-0}
 if [ -z "${APPROACHES:-}" ]; then
     APPROACHES="scd2 seeds dbt floor"
+    [ "$NO_OVERLAP" = 1 ] && APPROACHES="scd2 scd2_no_overlap seeds dbt floor"
 fi
 if [ "$SKIP_SCD2" = 1 ]; then
-    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx scd2 | tr '\n' ' ')
+    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx 'scd2\|scd2_no_overlap' | tr '\n' ' ')
+    NO_OVERLAP=0
 fi
 HAS_DELETED=$(awk -v d="$DELETED" 'BEGIN { print (d > 0) ? "true" : "false" }')
 if [ "$HAS_DELETED" = true ]; then
@@ -87,13 +93,14 @@ elif [ "$("${PSQL[@]}" -c "SELECT count(*) FROM pg_extension WHERE extname = 'sc
     USE_SCD2=1
 fi
 
-want="$KEYS|$VERSIONS|$BATCH|$LAYOUT"
-have=$("${PSQL[@]}" -c "SELECT keys || '|' || versions || '|' || batch || '|' || layout FROM bench_params" 2>/dev/null || true)
+want="$KEYS|$VERSIONS|$BATCH|$LAYOUT|$NO_OVERLAP"
+have=$("${PSQL[@]}" -c "SELECT keys || '|' || versions || '|' || batch || '|' || layout || '|' || no_overlap FROM bench_params" 2>/dev/null || true)
 if [ "$GEN" = 1 ] || [ "$have" != "$want" ]; then
     log "generating: keys=$KEYS versions=$VERSIONS layout=$LAYOUT batch=$BATCH changed=$CHANGED new=$NEW deleted=$DELETED"
     t=$(date +%s)
     "${PSQL[@]}" -v keys="$KEYS" -v versions="$VERSIONS" -v layout="$LAYOUT" -v batch="$BATCH" \
         -v changed="$CHANGED" -v new="$NEW" -v deleted="$DELETED" -v use_scd2="$USE_SCD2" \
+        -v no_overlap="$NO_OVERLAP" \
         -f "$HERE/gen.sql" >/dev/null
     log "generated in $(( $(date +%s) - t )) s"
 fi
@@ -103,6 +110,7 @@ log "batch: $COMPOSITION"
 table_of() {
     case $1 in
         scd2|floor) echo dim ;;
+        scd2_no_overlap) echo dim_nov ;;
         seeds) echo dim_seed ;;
         dbt) echo dim_dbt ;;
     esac
@@ -159,11 +167,11 @@ if [ "$VERIFY" = 1 ]; then
     : >"$OUT/verify.txt"
     for app in "${APPS[@]}"; do
         res=$(run_one "$app" 1 0 | tail -n 1)
-        printf '%-6s %s\n' "$app" "$res" >>"$OUT/verify.txt"
+        printf '%-6s\t%s\n' "$app" "$res" >>"$OUT/verify.txt"
         reset_table "$app"
     done
     cat "$OUT/verify.txt" >&2
-    nsig=$(cut -c8- "$OUT/verify.txt" | sed 's/ bad_is_current=0//' | sort -u | wc -l)
+    nsig=$(cut -f2- "$OUT/verify.txt" | sed 's/ bad_is_current=0//' | sort -u | wc -l)
     bad=$(grep -vc 'bad_is_current=0' "$OUT/verify.txt" || true)
     if [ "$nsig" != 1 ] || [ "$bad" != 0 ]; then
         log "VERIFICATION FAILED: the approaches do not produce the same dimension"
