@@ -10,6 +10,11 @@
 #   PORT=55493
 #   SHARED_BUFFERS=8GB      big enough for every table of the 10-versions run
 #                           (dim, dim_seed and dim_dbt: ~6.3 GB)
+#   SETTINGS=tuned          tuned: the settings below and in pg_ctl's line;
+#                           default: PostgreSQL's defaults for everything
+#                           but the port and socket (shared_buffers 128MB,
+#                           work_mem 4MB, huge_pages try; SHARED_BUFFERS
+#                           and HUGE are then ignored)
 #   HUGE=on                 huge_pages=on|off.  on: vm.nr_hugepages is raised
 #                           to what the server asks for (needs root); this is
 #                           PostgreSQL's advice for a large shared_buffers,
@@ -24,6 +29,9 @@ DIR=${DIR:-/tmp/benchpg}
 PORT=${PORT:-55493}
 SHARED_BUFFERS=${SHARED_BUFFERS:-8GB}
 HUGE=${HUGE:-on}
+SETTINGS=${SETTINGS:-tuned}
+case $SETTINGS in tuned|default) ;; *) echo "SETTINGS must be tuned or default" >&2; exit 2 ;; esac
+[ "$SETTINGS" = tuned ] || HUGE=default
 BIN=$(pg_config --bindir)
 
 as_postgres() {
@@ -46,9 +54,12 @@ start)
             sysctl -q -w vm.nr_hugepages=$(( pages + 50 ))
         fi
     fi
-    as_postgres "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w -o "-p $PORT -k $DIR \
-        -c shared_buffers=$SHARED_BUFFERS -c huge_pages=$HUGE -c work_mem=64MB \
-        -c maintenance_work_mem=1GB -c max_wal_size=8GB -c checkpoint_timeout=30min" start >/dev/null
+    opts="-p $PORT -k $DIR"
+    if [ "$SETTINGS" = tuned ]; then
+        opts="$opts -c shared_buffers=$SHARED_BUFFERS -c huge_pages=$HUGE -c work_mem=64MB \
+            -c maintenance_work_mem=1GB -c max_wal_size=8GB -c checkpoint_timeout=30min"
+    fi
+    as_postgres "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w -o "$opts" start >/dev/null
     echo "export PGHOST=$DIR PGPORT=$PORT PGUSER=postgres"
     ;;
 stop)
