@@ -22,7 +22,12 @@ set -euo pipefail
 
 SCD2_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCD2_PORT=${SCD2_PORT:-55432}
-SCD2_RUN_DIR=${SCD2_RUN_DIR:-/tmp/scd2-cluster-$SCD2_PORT}
+
+# The cluster's directory follows the port, also when SCD2_PORT is set
+# after this file is sourced (SCD2_RUN_DIR, when set, wins).
+scd2_run_dir() {
+    SCD2_RUN_DIR=${SCD2_RUN_DIR:-/tmp/scd2-cluster-$SCD2_PORT}
+}
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -128,6 +133,7 @@ as_owner() {
 
 cluster_start() {
     local extra_conf=${1:-}
+    scd2_run_dir
     cluster_stop quiet
     mkdir -p "$SCD2_RUN_DIR"
     [ "$(id -u)" = 0 ] && chown postgres "$SCD2_RUN_DIR"
@@ -149,6 +155,7 @@ CONF
 }
 
 cluster_stop() {
+    scd2_run_dir
     if [ -f "$SCD2_RUN_DIR/data/postmaster.pid" ]; then
         as_owner "$PG_BIN/pg_ctl" -D "$SCD2_RUN_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi

@@ -11,6 +11,7 @@ source "$(dirname "$0")/lib.sh"
 ensure_deps
 log "PostgreSQL $("$PG_CONFIG" --version | sed 's/^PostgreSQL //') ($PG_CONFIG)"
 build_install
+scd2_run_dir
 if have_pg_cron; then
     cluster_start "shared_preload_libraries = 'pg_cron'
 cron.database_name = 'postgres'

@@ -30,4 +30,20 @@
 	pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * search_path for code run on another role's behalf: 17 has core's own
+ * RestrictSearchPath() (what VACUUM, ANALYZE, CREATE INDEX and REFRESH
+ * MATERIALIZED VIEW use); before it, the same setting made by hand.  Call
+ * after NewGUCNestLevel().
+ */
+#include "utils/guc.h"
+#if PG_VERSION_NUM >= 170000
+#define scd2_restrict_search_path() RestrictSearchPath()
+#else
+#define scd2_restrict_search_path() \
+	((void) set_config_option("search_path", "pg_catalog, pg_temp", \
+							  PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, \
+							  true, 0, false))
+#endif
+
 #endif							/* SCD2_COMPAT_H */

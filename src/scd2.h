@@ -111,7 +111,8 @@ extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const
 extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
 extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);
-extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win);
+extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win,
+							   bool create);
 extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
 extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
 extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
