@@ -1,3 +1,334 @@
 /* scd2 0.2 -> 0.3 */
 
 \echo Use "ALTER EXTENSION scd2 UPDATE TO '0.3'" to load this file. \quit
+
+-- The registry records the indexes scd2.register created and the shape
+-- (key, validity, is_current and surrogate key column types) each
+-- dimension was registered with.
+ALTER TABLE scd2.dimensions
+    ADD COLUMN created_indexes name[] NOT NULL DEFAULT '{}',
+    ADD COLUMN shape_columns   name[],
+    ADD COLUMN shape_types     regtype[],
+    ADD COLUMN shape_typmods   integer[];
+
+-- An index of rel that enforces and serves what scd2.register would
+-- create, found by its definition: a valid unique btree, no expressions,
+-- its key columns exactly keyatts in order with their columns' collations
+-- and default operator classes, the partial-index predicate pred (NULL:
+-- none), and the columns covers among its columns.  One scd2 created
+-- (named in prefer) wins over another that fits as well.
+CREATE FUNCTION scd2._find_index(rel regclass, keyatts int2[], pred text, covers int2[], prefer name[])
+RETURNS regclass
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT i.indexrelid::pg_catalog.regclass
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+  JOIN pg_catalog.pg_am am ON am.oid OPERATOR(pg_catalog.=) ic.relam
+ WHERE i.indrelid OPERATOR(pg_catalog.=) rel AND am.amname OPERATOR(pg_catalog.=) 'btree'
+   AND i.indisunique AND i.indisvalid AND i.indisready AND i.indimmediate
+   AND i.indexprs IS NULL
+   AND i.indnkeyatts OPERATOR(pg_catalog.=) pg_catalog.cardinality(keyatts)
+   AND (i.indkey::pg_catalog.int2[])[0:pg_catalog.cardinality(keyatts) OPERATOR(pg_catalog.-) 1]
+       OPERATOR(pg_catalog.=) keyatts
+   AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) IS NOT DISTINCT FROM pred
+   AND covers OPERATOR(pg_catalog.<@) i.indkey::pg_catalog.int2[]
+   AND NOT EXISTS (
+        SELECT FROM pg_catalog.generate_series(0, i.indnkeyatts OPERATOR(pg_catalog.-) 1) j
+          JOIN pg_catalog.pg_attribute a
+            ON a.attrelid OPERATOR(pg_catalog.=) rel AND a.attnum OPERATOR(pg_catalog.=) i.indkey[j]
+          JOIN pg_catalog.pg_opclass oc ON oc.oid OPERATOR(pg_catalog.=) i.indclass[j]
+         WHERE i.indcollation[j] OPERATOR(pg_catalog.<>) a.attcollation OR NOT oc.opcdefault
+                OR i.indoption[j] OPERATOR(pg_catalog.<>) 0)
+ ORDER BY ic.relname OPERATOR(pg_catalog.=) ANY (prefer) DESC, i.indexrelid
+ LIMIT 1
+$$;
+COMMENT ON FUNCTION scd2._find_index(regclass, int2[], text, int2[], name[]) IS
+    'internal: an index of a dimension that fits what scd2.register would create, found by definition';
+
+CREATE FUNCTION scd2._choose_index_name(dimension regclass, label text)
+RETURNS name
+AS 'MODULE_PATHNAME', 'scd2_choose_index_name'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION scd2._choose_index_name(regclass, text) IS
+    'internal: a free name for a new index of a dimension, chosen as PostgreSQL chooses one (table name, label, a number if taken)';
+
+CREATE FUNCTION scd2._registry_store_indexes(dimension regclass, created_indexes name[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_indexes'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_indexes(regclass, name[]) IS
+    'internal: records the indexes scd2.register created and the shape the dimension was registered with (the caller must own the dimension)';
+
+-- register: temporary tables refused, default staging checked for
+-- SELECT, indexes found by definition and named as PostgreSQL names them,
+-- the old registration's own indexes dropped when they no longer fit.
+CREATE OR REPLACE FUNCTION scd2.register(
+        dimension            regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        staging              regclass DEFAULT NULL,
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT NULL,
+        surrogate_key_column name    DEFAULT NULL,
+        current_valid_to     text    DEFAULT 'null',
+        create_indexes       boolean DEFAULT true)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $register$
+DECLARE
+    v_rel        pg_catalog.pg_class;
+    v_col        name;
+    v_type       regtype;
+    v_vf_type    regtype;
+    v_vt_type    regtype;
+    v_is_current name := is_current_column;
+    v_sk         name := surrogate_key_column;
+    v_bookkeeping name[];
+    v_pred       text;
+    v_keylist    text;
+    v_include    text;
+    v_idxname    text;
+    v_keyatts    int2[];
+    v_vf_att     int2;
+    v_covers     int2[];
+    v_old        name[];
+    v_created    name[] := '{}';
+    v_index      regclass;
+    v_current    regclass;
+    v_asof       regclass;
+BEGIN
+    IF dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = dimension;
+    IF v_rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'relation % is not a table', dimension
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'A dimension must be a plain or partitioned table.';
+    END IF;
+    IF v_rel.relpersistence = 't' THEN
+        RAISE EXCEPTION 'temporary table % cannot be an scd2 dimension', dimension
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A temporary table vanishes with its session, and its registration would be left behind.',
+                  HINT = 'Make the dimension a permanent (or unlogged) table.';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', dimension
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only the owner of a dimension can register it.';
+    END IF;
+    IF business_key IS NULL OR pg_catalog.cardinality(business_key) = 0 THEN
+        RAISE EXCEPTION 'business_key must name at least one column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass the business key as an array, e.g. ARRAY[''customer_id''].';
+    END IF;
+    IF mode IS NULL OR mode NOT IN ('incremental', 'snapshot') THEN
+        RAISE EXCEPTION 'invalid mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
+    END IF;
+    IF current_valid_to IS NULL OR current_valid_to NOT IN ('null', 'infinity') THEN
+        RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''null'' (current rows have valid_to NULL) or ''infinity''.';
+    END IF;
+
+    -- The validity columns: both present, of one temporal type.
+    v_vf_type := scd2._column_type(dimension, valid_from_column, 'valid_from_column');
+    v_vt_type := scd2._column_type(dimension, valid_to_column, 'valid_to_column');
+    IF v_vf_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
+       OR v_vt_type IS DISTINCT FROM v_vf_type THEN
+        RAISE EXCEPTION 'validity columns of % must both be timestamptz, timestamp or date', dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = pg_catalog.format('Column %I has type %s and column %I has type %s.',
+                                             valid_from_column, v_vf_type, valid_to_column, v_vt_type);
+    END IF;
+
+    -- is_current: explicit, or a boolean column called is_current if there is one.
+    IF v_is_current IS NULL AND EXISTS (
+            SELECT FROM pg_catalog.pg_attribute
+             WHERE attrelid = dimension AND attname = 'is_current' AND NOT attisdropped) THEN
+        v_is_current := 'is_current';
+    END IF;
+    IF v_is_current IS NOT NULL
+       AND scd2._column_type(dimension, v_is_current, 'is_current_column') <> 'boolean'::regtype THEN
+        RAISE EXCEPTION 'column % of % must be boolean', pg_catalog.quote_ident(v_is_current), dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Pass is_current_column => NULL-free boolean column, or drop the column.';
+    END IF;
+
+    -- Surrogate key: explicit, or the table's only identity column.
+    IF v_sk IS NULL THEN
+        SELECT pg_catalog.min(attname) INTO v_sk
+          FROM pg_catalog.pg_attribute
+         WHERE attrelid = dimension AND attidentity <> '' AND NOT attisdropped
+        HAVING pg_catalog.count(*) = 1;
+    END IF;
+    IF v_sk IS NOT NULL THEN
+        v_type := scd2._column_type(dimension, v_sk, 'surrogate_key_column');
+        IF v_type NOT IN ('bigint'::regtype, 'integer'::regtype, 'smallint'::regtype) THEN
+            RAISE EXCEPTION 'surrogate key column % of % must be an integer', pg_catalog.quote_ident(v_sk), dimension
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = pg_catalog.format('Column %I has type %s.', v_sk, v_type);
+        END IF;
+    END IF;
+
+    v_bookkeeping := ARRAY[valid_from_column, valid_to_column]::name[];
+    IF v_is_current IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_is_current; END IF;
+    IF v_sk IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_sk; END IF;
+
+    FOREACH v_col IN ARRAY business_key LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'business_key');
+        IF v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'business key column % of % is a bookkeeping column', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The business key is the natural key of the source rows, not a validity or surrogate key column.';
+        END IF;
+    END LOOP;
+    FOREACH v_col IN ARRAY COALESCE(tracked, '{}') || COALESCE(type1, '{}') LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'tracked/type1');
+        IF v_col = ANY (business_key) OR v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'column % of % cannot be tracked or Type 1', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'It is a business key or bookkeeping column.';
+        END IF;
+    END LOOP;
+    IF tracked IS NOT NULL AND type1 IS NOT NULL AND tracked && type1 THEN
+        RAISE EXCEPTION 'a column cannot be both tracked and Type 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Columns in both lists: %s.',
+                               (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ')
+                                  FROM pg_catalog.unnest(tracked) c WHERE c = ANY (type1)));
+    END IF;
+    IF staging IS NOT NULL AND staging = dimension THEN
+        RAISE EXCEPTION 'staging table cannot be the dimension itself'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
+    END IF;
+    -- A default staging table is read by scd2.apply_all as the dimension's
+    -- owner: the registering role must be allowed to read it (or it could
+    -- have it copied into its dimension), and so must the owner (loads
+    -- check the owner's right again).  A temporary one would be gone, or
+    -- another session's, when apply_all runs.
+    IF staging IS NOT NULL THEN
+        IF (SELECT c.relpersistence FROM pg_catalog.pg_class c WHERE c.oid = staging) = 't' THEN
+            RAISE EXCEPTION 'temporary table % cannot be the registered staging table of %', staging, dimension
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'scd2.apply_all reads the registered staging table in a session of its own, where a temporary table does not exist.',
+                      HINT = 'Register a permanent staging table, or leave staging NULL and load with scd2.apply(staging, dimension).';
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(current_user, staging, 'SELECT') THEN
+            RAISE EXCEPTION 'permission denied for staging table %', staging
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Registering a default staging table needs SELECT on it, and role %I has none.', current_user),
+                      HINT = 'Register a staging table you may read, or ask its owner for SELECT on it.';
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(v_rel.relowner, staging, 'SELECT') THEN
+            RAISE EXCEPTION 'permission denied for staging table %', staging
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Loads of %s run as its owner, role %s, which has no SELECT on the staging table.',
+                                                 dimension, v_rel.relowner::regrole),
+                      HINT = pg_catalog.format('Grant SELECT on %s to %s.', staging, v_rel.relowner::regrole);
+        END IF;
+    END IF;
+
+    -- The supporting indexes, found by definition (whatever their names):
+    -- one current version per business key, and the as-of index (versions
+    -- of a key by start, carrying what the lookup returns so the probe can
+    -- be index-only).  Missing ones are created under names chosen the way
+    -- PostgreSQL chooses them; indexes scd2 created for an earlier
+    -- registration that no longer fit this one are dropped.
+    SELECT pg_catalog.array_agg(a.attnum ORDER BY u.o),
+           pg_catalog.string_agg(pg_catalog.quote_ident(u.k), ', ' ORDER BY u.o)
+      INTO v_keyatts, v_keylist
+      FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o)
+      JOIN pg_catalog.pg_attribute a ON a.attrelid = dimension AND a.attname = u.k;
+    SELECT a.attnum INTO v_vf_att FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = dimension AND a.attname = valid_from_column;
+    SELECT pg_catalog.array_agg(a.attnum) INTO v_covers FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = dimension AND a.attname IN (valid_to_column, v_sk);
+    IF current_valid_to = 'null' THEN
+        v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
+    ELSE
+        v_pred := pg_catalog.format('%I = %L::%s', valid_to_column, 'infinity',
+                                    pg_catalog.format_type(v_vt_type, NULL));
+    END IF;
+    SELECT d.created_indexes INTO v_old FROM scd2.dimensions d WHERE d.dimension = register.dimension;
+    v_old := COALESCE(v_old, '{}');
+
+    v_current := scd2._find_index(dimension, v_keyatts, '(' || v_pred || ')', '{}', v_old);
+    v_asof := scd2._find_index(dimension, v_keyatts || v_vf_att, NULL, v_covers, v_old);
+
+    -- scd2's own indexes of the earlier registration: still scd2's when
+    -- they serve this one, dropped otherwise (before the new ones are
+    -- made, so these get the plain names).
+    FOR v_index IN
+        SELECT i.indexrelid::regclass FROM pg_catalog.pg_index i
+          JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+         WHERE i.indrelid = dimension AND ic.relname = ANY (v_old)
+    LOOP
+        IF v_index IN (v_current, v_asof) THEN
+            v_created := v_created || (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = v_index);
+        ELSE
+            EXECUTE pg_catalog.format('DROP INDEX %s', v_index);
+        END IF;
+    END LOOP;
+
+    IF v_current IS NULL AND create_indexes THEN
+        v_idxname := scd2._choose_index_name(dimension, 'scd2_current');
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX %I ON %s (%s) WHERE %s',
+                                  v_idxname, dimension, v_keylist, v_pred);
+        v_created := v_created || v_idxname;
+    END IF;
+    IF v_asof IS NULL AND create_indexes THEN
+        v_include := pg_catalog.quote_ident(valid_to_column);
+        IF v_sk IS NOT NULL THEN
+            v_include := pg_catalog.quote_ident(v_sk) || ', ' || v_include;
+        END IF;
+        v_idxname := scd2._choose_index_name(dimension, 'scd2_asof');
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX %I ON %s (%s, %I) INCLUDE (%s)',
+                                  v_idxname, dimension, v_keylist, valid_from_column, v_include);
+        v_created := v_created || v_idxname;
+    END IF;
+
+    PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
+                                 effective_column, delete_column, mode, staging,
+                                 valid_from_column, valid_to_column, v_is_current, v_sk,
+                                 current_valid_to);
+    PERFORM scd2._registry_store_indexes(dimension, v_created);
+    RETURN dimension;
+END
+$register$;
+
+-- Registrations made by 0.2: their shape as it is now, and the indexes
+-- 0.2's register created (it named them after the table, cut to 63
+-- characters; those are the names it used).
+UPDATE scd2.dimensions d
+   SET created_indexes = ARRAY(
+           SELECT ic.relname FROM pg_catalog.pg_index i
+             JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+            WHERE i.indrelid OPERATOR(pg_catalog.=) d.dimension
+              AND ic.relname OPERATOR(pg_catalog.=) ANY (ARRAY[
+                      pg_catalog.left(c.relname OPERATOR(pg_catalog.||) '_scd2_current', 63)::name,
+                      pg_catalog.left(c.relname OPERATOR(pg_catalog.||) '_scd2_asof', 63)::name])
+            ORDER BY ic.relname),
+       (shape_columns, shape_types, shape_typmods) = (
+           SELECT pg_catalog.array_agg(u.c ORDER BY u.o),
+                  pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY u.o),
+                  pg_catalog.array_agg(a.atttypmod ORDER BY u.o)
+             FROM pg_catalog.unnest(d.business_key OPERATOR(pg_catalog.||) ARRAY[d.valid_from_column,
+                    d.valid_to_column, d.is_current_column, d.surrogate_key_column]) WITH ORDINALITY AS u(c, o)
+             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.dimension
+                  AND a.attname OPERATOR(pg_catalog.=) u.c AND a.attnum OPERATOR(pg_catalog.>) 0
+                  AND NOT a.attisdropped
+            WHERE u.c IS NOT NULL)
+  FROM pg_catalog.pg_class c
+ WHERE c.oid OPERATOR(pg_catalog.=) d.dimension;

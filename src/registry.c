@@ -10,6 +10,7 @@
 #include "scd2.h"
 
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -19,6 +20,8 @@
 PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
+PG_FUNCTION_INFO_V1(scd2_registry_store_indexes);
+PG_FUNCTION_INFO_V1(scd2_choose_index_name);
 
 static void
 require_owner(Oid relid)
@@ -147,4 +150,69 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 		elog(ERROR, "scd2: forgetting dropped staging tables failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_INT64(removed);
+}
+
+/*
+ * The shape a dimension is registered with: its business key, validity,
+ * is_current and surrogate key columns with their types and typmods (a
+ * NULL type: the column is missing).  Loads and scd2.asof refuse to work
+ * on a dimension whose columns no longer have it (config.c).  The upgrade
+ * script scd2--0.2--0.3.sql fills the same columns with the same query.
+ */
+#define SHAPE_SQL \
+	"(shape_columns, shape_types, shape_typmods) = (" \
+	" SELECT pg_catalog.array_agg(u.c ORDER BY u.o)," \
+	"        pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY u.o)," \
+	"        pg_catalog.array_agg(a.atttypmod ORDER BY u.o)" \
+	"   FROM pg_catalog.unnest(d.business_key OPERATOR(pg_catalog.||) ARRAY[d.valid_from_column," \
+	"          d.valid_to_column, d.is_current_column, d.surrogate_key_column]) WITH ORDINALITY AS u(c, o)" \
+	"   LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.dimension" \
+	"        AND a.attname OPERATOR(pg_catalog.=) u.c AND a.attnum OPERATOR(pg_catalog.>) 0" \
+	"        AND NOT a.attisdropped" \
+	"  WHERE u.c IS NOT NULL)"
+
+/*
+ * After scd2.register stored a registration: the indexes it created (by
+ * name: indexes live in their table's schema, and names, unlike OIDs, are
+ * what pg_dump keeps), and the dimension's shape.
+ */
+Datum
+scd2_registry_store_indexes(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, NAMEARRAYOID};
+	Datum		values[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)};
+	int			rc;
+
+	require_owner(PG_GETARG_OID(0));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner("UPDATE scd2.dimensions d SET created_indexes = $2, " SHAPE_SQL
+					   " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+					   2, argtypes, values, NULL);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "scd2: storing the registered indexes failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * A name for a new index of a dimension: the table's name and the label,
+ * cut to fit NAMEDATALEN (at a character boundary) and numbered when
+ * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
+ * uses it.
+ */
+Datum
+scd2_choose_index_name(PG_FUNCTION_ARGS)
+{
+	Oid			dim = PG_GETARG_OID(0);
+	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *relname = get_rel_name(dim);
+	char	   *name;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", dim)));
+	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
+	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
 }

@@ -97,6 +97,9 @@ typedef struct Scd2LoadResult
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
 extern char *scd2_relation_display_name(Oid relid);
+extern const char *scd2_registry_shape_sql(void);
+extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
+										Datum types, Datum typmods);
 
 /* sqlgen.c */
 extern char *scd2_sql_create_changes(const Scd2Config *cfg, const char *chg);
