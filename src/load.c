@@ -2,9 +2,12 @@
  * load.c -- one load of a staging table into a registered dimension.
  *
  * Order of work:
- *   1. check privileges, lock the dimension (SHARE ROW EXCLUSIVE: loads of
- *      one dimension queue up; readers, fact loads and as-of lookups do
- *      not wait), resolve the configuration;
+ *   1. check the caller's privileges, lock the dimension (SHARE ROW
+ *      EXCLUSIVE: loads of one dimension queue up; readers, fact loads and
+ *      as-of lookups do not wait), become the dimension's owner and check
+ *      its privileges, resolve the configuration, create the work tables,
+ *      and run the rest in a security-restricted operation (see
+ *      owner_context_enter);
  *   2. take one snapshot: every statement of the load sees the same
  *      committed staging and dimension rows (a concurrent insert into the
  *      staging table is either wholly in this load or wholly not);
