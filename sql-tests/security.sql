@@ -116,6 +116,26 @@ ROLLBACK;
 SELECT public.state('mart.dim') = :'before' AS unchanged, current_user;
 DROP TRIGGER sudo ON mart.dim;
 
+-- A deferred trigger would fire at COMMIT, after the load, with the
+-- caller's rights: PostgreSQL refuses to queue one inside a
+-- security-restricted operation, so the load fails and writes nothing.
+SET ROLE regress_scd2_owner;
+CREATE FUNCTION mart.later() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO mart.trigger_log (role_seen) VALUES (current_user);
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER later AFTER INSERT ON mart.dim DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION mart.later();
+RESET ROLE;
+INSERT INTO mart.stg VALUES (4, 'Kyiv');
+SELECT public.state('mart.dim') AS before \gset
+SELECT * FROM scd2.merge('mart.stg', 'mart.dim', '2024-04-01');
+SELECT public.state('mart.dim') = :'before' AS unchanged,
+       (SELECT count(*) FROM mart.trigger_log WHERE escalation IS NULL) AS deferred_runs;
+DROP TRIGGER later ON mart.dim;
+DELETE FROM mart.stg WHERE id = 4;
+
 ------------------------------------------------------------------------------
 -- Class 1: scd2.apply by a role that is not the owner.  The caller needs
 -- SELECT on staging and SELECT, INSERT, UPDATE on the dimension; the load
