@@ -65,6 +65,10 @@ SELECT scd2.register('dim9', ARRAY['id'], staging => 'stg9');
 SELECT regn.state('dim9') AS before \gset
 SELECT scd2.register('dim9', ARRAY['id'], staging => 'tmp_stg');
 SELECT regn.state('dim9') = :'before' AS unchanged, staging FROM scd2.dimensions WHERE dimension = 'dim9'::regclass;
+-- create_dimension from a temporary staging table takes its shape and
+-- registers no default staging table.
+SELECT scd2.create_dimension('dim9b', 'tmp_stg', ARRAY['id']);
+SELECT staging IS NULL AS no_default_staging FROM scd2.dimensions WHERE dimension = 'dim9b'::regclass;
 INSERT INTO tmp_stg VALUES (1, 'Oslo');
 CALL scd2.apply('tmp_stg', 'dim9', '2024-01-01') \gset
 SELECT id, city, valid_from, valid_to FROM dim9;

@@ -308,6 +308,111 @@ BEGIN
 END
 $register$;
 
+-- create_dimension: a temporary "like" table is not registered as the
+-- default staging table.
+CREATE OR REPLACE FUNCTION scd2._create_dimension(
+        default_schema       name,
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null')
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $create$
+DECLARE
+    v_parts   text[];
+    v_target  text;
+    v_cols    text;
+    v_vt_def  text := '';
+    v_dim     regclass;
+    v_missing name;
+BEGIN
+    IF "like" IS NULL OR dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension and like must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_parts := pg_catalog.parse_ident(dimension);
+    IF pg_catalog.cardinality(v_parts) > 2 THEN
+        RAISE EXCEPTION 'invalid dimension name "%"', dimension
+            USING ERRCODE = 'invalid_name', HINT = 'Give a table name, optionally schema-qualified.';
+    END IF;
+    -- An unqualified name goes to the caller's current schema (the
+    -- function itself runs with a pinned search_path).
+    IF pg_catalog.cardinality(v_parts) = 1 THEN
+        IF default_schema IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create in'
+                USING ERRCODE = 'invalid_schema_name',
+                      HINT = 'Schema-qualify the dimension name, or set search_path.';
+        END IF;
+        v_parts := ARRAY[default_schema::text] || v_parts;
+    END IF;
+    v_target := pg_catalog.format('%I.%I', v_parts[1], v_parts[2]);
+
+    SELECT k INTO v_missing FROM pg_catalog.unnest(business_key) k
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                        WHERE attrelid = "like" AND attname = k AND attnum > 0 AND NOT attisdropped)
+     LIMIT 1;
+    IF v_missing IS NOT NULL THEN
+        RAISE EXCEPTION 'business key column "%" does not exist in %', v_missing, "like"
+            USING ERRCODE = 'undefined_column';
+    END IF;
+
+    -- Every staging column but the load metadata (effective time, delete
+    -- marker), with its type and collation; keys NOT NULL.
+    SELECT pg_catalog.string_agg(
+               pg_catalog.format('%I %s%s%s', a.attname,
+                   pg_catalog.format_type(a.atttypid, a.atttypmod),
+                   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
+                        THEN ' COLLATE ' || (SELECT pg_catalog.format('%I.%I', n.nspname, c.collname)
+                                               FROM pg_catalog.pg_collation c
+                                               JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace
+                                              WHERE c.oid = a.attcollation)
+                        ELSE '' END,
+                   CASE WHEN a.attname = ANY (business_key) THEN ' NOT NULL' ELSE '' END),
+               ', ' ORDER BY a.attnum)
+      INTO v_cols
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+     WHERE a.attrelid = "like" AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attname IS DISTINCT FROM effective_column
+       AND a.attname IS DISTINCT FROM delete_column;
+
+    IF current_valid_to = 'infinity' THEN
+        v_vt_def := ' NOT NULL DEFAULT ''infinity''';
+    END IF;
+    EXECUTE pg_catalog.format(
+        'CREATE TABLE %s (%I bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, %s, '
+        '%I timestamptz NOT NULL, %I timestamptz%s, %I boolean NOT NULL DEFAULT true)',
+        v_target, surrogate_key_column, v_cols,
+        valid_from_column, valid_to_column, v_vt_def, is_current_column);
+    v_dim := v_target::regclass;
+
+    PERFORM scd2.register(v_dim, business_key,
+                          tracked => tracked, type1 => type1,
+                          effective_column => effective_column, delete_column => delete_column,
+                          mode => mode,
+                          -- a temporary staging table gives the shape, but
+                          -- is no default for apply_all (it would be gone)
+                          staging => CASE WHEN (SELECT c.relpersistence FROM pg_catalog.pg_class c
+                                                 WHERE c.oid = "like") = 't'
+                                          THEN NULL ELSE "like" END,
+                          valid_from_column => valid_from_column, valid_to_column => valid_to_column,
+                          is_current_column => is_current_column,
+                          surrogate_key_column => surrogate_key_column,
+                          current_valid_to => current_valid_to);
+    RETURN v_dim;
+END
+$create$;
+
 -- Registrations made by 0.2: their shape as it is now, and the indexes
 -- 0.2's register created (it named them after the table, cut to 63
 -- characters; those are the names it used).

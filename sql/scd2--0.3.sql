@@ -539,7 +539,12 @@ BEGIN
     PERFORM scd2.register(v_dim, business_key,
                           tracked => tracked, type1 => type1,
                           effective_column => effective_column, delete_column => delete_column,
-                          mode => mode, staging => "like",
+                          mode => mode,
+                          -- a temporary staging table gives the shape, but
+                          -- is no default for apply_all (it would be gone)
+                          staging => CASE WHEN (SELECT c.relpersistence FROM pg_catalog.pg_class c
+                                                 WHERE c.oid = "like") = 't'
+                                          THEN NULL ELSE "like" END,
                           valid_from_column => valid_from_column, valid_to_column => valid_to_column,
                           is_current_column => is_current_column,
                           surrogate_key_column => surrogate_key_column,
