@@ -158,6 +158,16 @@ SELECT public.state('mart.dim') AS before \gset
 SELECT * FROM scd2.merge('secret.customers', 'mart.dim', '2024-06-01');
 SELECT public.state('mart.dim') = :'before' AS unchanged;
 RESET ROLE;
+-- The same when the owner may read the table but not use its schema.
+CREATE SCHEMA vault AUTHORIZATION regress_scd2_secret;
+GRANT USAGE ON SCHEMA vault TO regress_scd2_loader;
+CREATE TABLE vault.customers (id int, city text);
+ALTER TABLE vault.customers OWNER TO regress_scd2_secret;
+GRANT SELECT ON vault.customers TO regress_scd2_loader, regress_scd2_owner;
+SET ROLE regress_scd2_loader;
+SELECT * FROM scd2.merge('vault.customers', 'mart.dim', '2024-06-01');
+SELECT public.state('mart.dim') = :'before' AS unchanged;
+RESET ROLE;
 
 -- A caller without the privileges a load needs: refused, as before.
 REVOKE UPDATE ON mart.dim FROM regress_scd2_loader;

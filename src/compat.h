@@ -18,16 +18,21 @@
 #error "scd2 requires PostgreSQL 15 or later (MERGE)"
 #endif
 
-/* pg_class_ownercheck became object_ownercheck in 16. */
+/* pg_class_ownercheck and pg_namespace_aclcheck became object_*check in 16. */
 #if PG_VERSION_NUM >= 160000
 #include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
 #include "utils/acl.h"
 #define scd2_relation_ownercheck(relid, roleid) \
 	object_ownercheck(RelationRelationId, (relid), (roleid))
+#define scd2_namespace_aclcheck(nspid, roleid, mode) \
+	object_aclcheck(NamespaceRelationId, (nspid), (roleid), (mode))
 #else
 #include "utils/acl.h"
 #define scd2_relation_ownercheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
+#define scd2_namespace_aclcheck(nspid, roleid, mode) \
+	pg_namespace_aclcheck((nspid), (roleid), (mode))
 #endif
 
 /*

@@ -160,6 +160,7 @@ check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run, Oid roleid, bool as_own
 {
 	AclMode		dim_mode = ACL_SELECT | (dry_run ? 0 : (ACL_INSERT | ACL_UPDATE));
 	AclMode		missing;
+	Oid			rels[2] = {stg_oid, dim_oid};
 
 	if (pg_class_aclcheck(stg_oid, roleid, ACL_SELECT) != ACLCHECK_OK)
 	{
@@ -201,6 +202,25 @@ check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run, Oid roleid, bool as_own
 						   (missing & ACL_SELECT) ? " SELECT" : "",
 						   (missing & ACL_INSERT) ? " INSERT" : "",
 						   (missing & ACL_UPDATE) ? " UPDATE" : "")));
+
+	/* and USAGE on the schemas of both tables, or the load could not name them */
+	for (int i = 0; i < 2; i++)
+	{
+		Oid			nsp = get_rel_namespace(rels[i]);
+
+		if (scd2_namespace_aclcheck(nsp, roleid, ACL_USAGE) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for schema %s", quote_identifier(get_namespace_name(nsp))),
+					 as_owner ?
+					 errdetail("The load runs as role \"%s\", the owner of dimension %s, which has no USAGE on the schema of %s table %s.",
+							   GetUserNameFromId(roleid, false), scd2_relation_display_name(dim_oid),
+							   i == 0 ? "staging" : "dimension", scd2_relation_display_name(rels[i])) :
+					 errdetail("A load needs USAGE on the schema of %s table %s.",
+							   i == 0 ? "staging" : "dimension", scd2_relation_display_name(rels[i])),
+					 errhint("Grant USAGE on schema %s to %s.", quote_identifier(get_namespace_name(nsp)),
+							 quote_identifier(GetUserNameFromId(roleid, false)))));
+	}
 }
 
 static void
