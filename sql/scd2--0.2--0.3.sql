@@ -2,19 +2,73 @@
 
 \echo Use "ALTER EXTENSION scd2 UPDATE TO '0.3'" to load this file. \quit
 
-------------------------------------------------------------------------------
--- no_overlap: register(..., no_overlap => true) adds an exclusion constraint
--- so that no two versions of one key overlap; the registry remembers it.
-------------------------------------------------------------------------------
+-- The registry records the indexes scd2.register created and the shape
+-- (key, validity, is_current and surrogate key column types) each
+-- dimension was registered with.
+ALTER TABLE scd2.dimensions
+    ADD COLUMN created_indexes name[] NOT NULL DEFAULT '{}',
+    ADD COLUMN shape_columns   name[],
+    ADD COLUMN shape_types     regtype[],
+    ADD COLUMN shape_typmods   integer[];
+
+-- no_overlap: the exclusion constraint scd2.register made, if any.
 ALTER TABLE scd2.dimensions ADD COLUMN no_overlap_constraint name;
 
-CREATE FUNCTION scd2._registry_set_no_overlap(dimension regclass, constraint_name name)
-RETURNS void
-AS 'MODULE_PATHNAME', 'scd2_registry_set_no_overlap'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE;
-COMMENT ON FUNCTION scd2._registry_set_no_overlap(regclass, name) IS
-    'internal: records the exclusion constraint scd2 made for a registration (the caller must own the dimension)';
+-- An index of rel that enforces and serves what scd2.register would
+-- create, found by its definition: a valid unique btree, no expressions,
+-- its key columns exactly keyatts in order with their columns' collations
+-- and default operator classes, the partial-index predicate pred (NULL:
+-- none), and the columns covers among its columns.  One scd2 created
+-- (named in prefer) wins over another that fits as well.
+CREATE FUNCTION scd2._find_index(rel regclass, keyatts int2[], pred text, covers int2[], prefer name[])
+RETURNS regclass
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT i.indexrelid::pg_catalog.regclass
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+  JOIN pg_catalog.pg_am am ON am.oid OPERATOR(pg_catalog.=) ic.relam
+ WHERE i.indrelid OPERATOR(pg_catalog.=) rel AND am.amname OPERATOR(pg_catalog.=) 'btree'
+   AND i.indisunique AND i.indisvalid AND i.indisready AND i.indimmediate
+   AND i.indexprs IS NULL
+   AND i.indnkeyatts OPERATOR(pg_catalog.=) pg_catalog.cardinality(keyatts)
+   AND (i.indkey::pg_catalog.int2[])[0:pg_catalog.cardinality(keyatts) OPERATOR(pg_catalog.-) 1]
+       OPERATOR(pg_catalog.=) keyatts
+   AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) IS NOT DISTINCT FROM pred
+   AND covers OPERATOR(pg_catalog.<@) i.indkey::pg_catalog.int2[]
+   AND NOT EXISTS (
+        SELECT FROM pg_catalog.generate_series(0, i.indnkeyatts OPERATOR(pg_catalog.-) 1) j
+          JOIN pg_catalog.pg_attribute a
+            ON a.attrelid OPERATOR(pg_catalog.=) rel AND a.attnum OPERATOR(pg_catalog.=) i.indkey[j]
+          JOIN pg_catalog.pg_opclass oc ON oc.oid OPERATOR(pg_catalog.=) i.indclass[j]
+         WHERE i.indcollation[j] OPERATOR(pg_catalog.<>) a.attcollation OR NOT oc.opcdefault
+                OR i.indoption[j] OPERATOR(pg_catalog.<>) 0)
+ ORDER BY ic.relname OPERATOR(pg_catalog.=) ANY (prefer) DESC, i.indexrelid
+ LIMIT 1
+$$;
+COMMENT ON FUNCTION scd2._find_index(regclass, int2[], text, int2[], name[]) IS
+    'internal: an index of a dimension that fits what scd2.register would create, found by definition';
 
+CREATE FUNCTION scd2._choose_index_name(dimension regclass, label text)
+RETURNS name
+AS 'MODULE_PATHNAME', 'scd2_choose_index_name'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION scd2._choose_index_name(regclass, text) IS
+    'internal: a free name for a new index of a dimension, chosen as PostgreSQL chooses one (table name, label, a number if taken)';
+
+CREATE FUNCTION scd2._registry_store_created(dimension regclass, created_indexes name[],
+        no_overlap_constraint name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_created'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_created(regclass, name[], name) IS
+    'internal: records the indexes and the no_overlap constraint scd2.register created, and the shape the dimension was registered with (the caller must own the dimension)';
+
+-- register: temporary tables refused, default staging checked for
+-- SELECT, indexes found by definition and named as PostgreSQL names them,
+-- the old registration's own indexes dropped when they no longer fit;
+-- no_overlap (a new argument, so a new signature).
 DROP FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean);
 CREATE FUNCTION scd2.register(
         dimension            regclass,
@@ -49,6 +103,14 @@ DECLARE
     v_keylist    text;
     v_include    text;
     v_idxname    text;
+    v_keyatts    int2[];
+    v_vf_att     int2;
+    v_covers     int2[];
+    v_old        name[];
+    v_created    name[] := '{}';
+    v_index      regclass;
+    v_current    regclass;
+    v_asof       regclass;
     v_no_overlap name;
 BEGIN
     IF dimension IS NULL THEN
@@ -59,6 +121,12 @@ BEGIN
         RAISE EXCEPTION 'relation % is not a table', dimension
             USING ERRCODE = 'wrong_object_type',
                   HINT = 'A dimension must be a plain or partitioned table.';
+    END IF;
+    IF v_rel.relpersistence = 't' THEN
+        RAISE EXCEPTION 'temporary table % cannot be an scd2 dimension', dimension
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A temporary table vanishes with its session, and its registration would be left behind.',
+                  HINT = 'Make the dimension a permanent (or unlogged) table.';
     END IF;
     IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', dimension
@@ -153,28 +221,90 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
     END IF;
-
-    IF create_indexes THEN
-        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o)
-          INTO v_keylist FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o);
-        IF current_valid_to = 'null' THEN
-            v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
-        ELSE
-            v_pred := pg_catalog.format('%I = ''infinity''', valid_to_column);
+    -- A default staging table is read by scd2.apply_all as the dimension's
+    -- owner: the registering role must be allowed to read it (or it could
+    -- have it copied into its dimension), and so must the owner (loads
+    -- check the owner's right again).  A temporary one would be gone, or
+    -- another session's, when apply_all runs.
+    IF staging IS NOT NULL THEN
+        IF (SELECT c.relpersistence FROM pg_catalog.pg_class c WHERE c.oid = staging) = 't' THEN
+            RAISE EXCEPTION 'temporary table % cannot be the registered staging table of %', staging, dimension
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'scd2.apply_all reads the registered staging table in a session of its own, where a temporary table does not exist.',
+                      HINT = 'Register a permanent staging table, or leave staging NULL and load with scd2.apply(staging, dimension).';
         END IF;
-        -- One current version per business key, enforced by the database.
-        v_idxname := pg_catalog.left(v_rel.relname || '_scd2_current', 63);
-        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (%s) WHERE %s',
+        IF NOT pg_catalog.has_table_privilege(current_user, staging, 'SELECT') THEN
+            RAISE EXCEPTION 'permission denied for staging table %', staging
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Registering a default staging table needs SELECT on it, and role %I has none.', current_user),
+                      HINT = 'Register a staging table you may read, or ask its owner for SELECT on it.';
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(v_rel.relowner, staging, 'SELECT') THEN
+            RAISE EXCEPTION 'permission denied for staging table %', staging
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Loads of %s run as its owner, role %s, which has no SELECT on the staging table.',
+                                                 dimension, v_rel.relowner::regrole),
+                      HINT = pg_catalog.format('Grant SELECT on %s to %s.', staging, v_rel.relowner::regrole);
+        END IF;
+    END IF;
+
+    -- The supporting indexes, found by definition (whatever their names):
+    -- one current version per business key, and the as-of index (versions
+    -- of a key by start, carrying what the lookup returns so the probe can
+    -- be index-only).  Missing ones are created under names chosen the way
+    -- PostgreSQL chooses them; indexes scd2 created for an earlier
+    -- registration that no longer fit this one are dropped.
+    SELECT pg_catalog.array_agg(a.attnum ORDER BY u.o),
+           pg_catalog.string_agg(pg_catalog.quote_ident(u.k), ', ' ORDER BY u.o)
+      INTO v_keyatts, v_keylist
+      FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o)
+      JOIN pg_catalog.pg_attribute a ON a.attrelid = dimension AND a.attname = u.k;
+    SELECT a.attnum INTO v_vf_att FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = dimension AND a.attname = valid_from_column;
+    SELECT pg_catalog.array_agg(a.attnum) INTO v_covers FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = dimension AND a.attname IN (valid_to_column, v_sk);
+    IF current_valid_to = 'null' THEN
+        v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
+    ELSE
+        v_pred := pg_catalog.format('%I = %L::%s', valid_to_column, 'infinity',
+                                    pg_catalog.format_type(v_vt_type, NULL));
+    END IF;
+    SELECT d.created_indexes INTO v_old FROM scd2.dimensions d WHERE d.dimension = register.dimension;
+    v_old := COALESCE(v_old, '{}');
+
+    v_current := scd2._find_index(dimension, v_keyatts, '(' || v_pred || ')', '{}', v_old);
+    v_asof := scd2._find_index(dimension, v_keyatts || v_vf_att, NULL, v_covers, v_old);
+
+    -- scd2's own indexes of the earlier registration: still scd2's when
+    -- they serve this one, dropped otherwise (before the new ones are
+    -- made, so these get the plain names).
+    FOR v_index IN
+        SELECT i.indexrelid::regclass FROM pg_catalog.pg_index i
+          JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+         WHERE i.indrelid = dimension AND ic.relname = ANY (v_old)
+    LOOP
+        IF v_index IN (v_current, v_asof) THEN
+            v_created := v_created || (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = v_index);
+        ELSE
+            EXECUTE pg_catalog.format('DROP INDEX %s', v_index);
+        END IF;
+    END LOOP;
+
+    IF v_current IS NULL AND create_indexes THEN
+        v_idxname := scd2._choose_index_name(dimension, 'scd2_current');
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX %I ON %s (%s) WHERE %s',
                                   v_idxname, dimension, v_keylist, v_pred);
-        -- The as-of index: versions of a key by start, carrying what the
-        -- lookup returns so the probe can be index-only.
+        v_created := v_created || v_idxname;
+    END IF;
+    IF v_asof IS NULL AND create_indexes THEN
         v_include := pg_catalog.quote_ident(valid_to_column);
         IF v_sk IS NOT NULL THEN
             v_include := pg_catalog.quote_ident(v_sk) || ', ' || v_include;
         END IF;
-        v_idxname := pg_catalog.left(v_rel.relname || '_scd2_asof', 63);
-        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (%s, %I) INCLUDE (%s)',
+        v_idxname := scd2._choose_index_name(dimension, 'scd2_asof');
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX %I ON %s (%s, %I) INCLUDE (%s)',
                                   v_idxname, dimension, v_keylist, valid_from_column, v_include);
+        v_created := v_created || v_idxname;
     END IF;
 
     -- History integrity enforced by the database: the exclusion constraint
@@ -188,50 +318,16 @@ BEGIN
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  current_valid_to);
-    PERFORM scd2._registry_set_no_overlap(dimension, v_no_overlap);
+    PERFORM scd2._registry_store_created(dimension, v_created, v_no_overlap);
     RETURN dimension;
 END
 $register$;
 COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
+
 ------------------------------------------------------------------------------
 -- no_overlap: no two versions of one key overlap, whoever writes the table.
 ------------------------------------------------------------------------------
-
--- A name for a new index-backed object of a table, chosen the way
--- PostgreSQL's ChooseRelationName does: "<table>_<suffix>", the table name
--- clipped (on a character boundary) so the whole fits in NAMEDATALEN - 1
--- bytes, and a number appended until no relation of the schema (and no
--- constraint of the table) has that name.
-CREATE FUNCTION scd2._choose_relation_name(rel regclass, suffix text)
-RETURNS name
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_nsp  oid;
-    v_base text;
-    v_tail text := '';
-    v_name text;
-    v_n    int := 0;
-BEGIN
-    SELECT relnamespace, relname INTO v_nsp, v_base FROM pg_catalog.pg_class WHERE oid = rel;
-    LOOP
-        v_name := v_base;
-        WHILE pg_catalog.octet_length(v_name || '_' || suffix || v_tail) > 63 LOOP
-            v_name := pg_catalog.left(v_name, -1);
-        END LOOP;
-        v_name := v_name || '_' || suffix || v_tail;
-        EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_class
-                               WHERE relnamespace = v_nsp AND relname = v_name)
-              AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint
-                               WHERE conrelid = rel AND conname = v_name);
-        v_n := v_n + 1;
-        v_tail := v_n::text;
-    END LOOP;
-    RETURN v_name;
-END
-$$;
 
 -- The exclusion constraint of no_overlap:
 --   EXCLUDE USING gist (key WITH =, ..., tstzrange(valid_from, valid_to, '[)') WITH &&)
@@ -323,7 +419,7 @@ BEGIN
     IF NOT wanted THEN
         RETURN NULL;
     END IF;
-    v_name := scd2._choose_relation_name(dimension, 'scd2_no_overlap');
+    v_name := scd2._choose_index_name(dimension, 'scd2_no_overlap');
     BEGIN
         EXECUTE pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I %s', dimension, v_name, v_def);
     EXCEPTION WHEN exclusion_violation THEN
@@ -337,6 +433,8 @@ BEGIN
 END
 $$;
 
+-- create_dimension: no_overlap; a temporary "like" table is not registered
+-- as the default staging table.
 DROP FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text);
 DROP FUNCTION scd2._create_dimension(name, text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text);
 CREATE FUNCTION scd2._create_dimension(
@@ -429,7 +527,12 @@ BEGIN
     PERFORM scd2.register(v_dim, business_key,
                           tracked => tracked, type1 => type1,
                           effective_column => effective_column, delete_column => delete_column,
-                          mode => mode, staging => "like",
+                          mode => mode,
+                          -- a temporary staging table gives the shape, but
+                          -- is no default for apply_all (it would be gone)
+                          staging => CASE WHEN (SELECT c.relpersistence FROM pg_catalog.pg_class c
+                                                 WHERE c.oid = "like") = 't'
+                                          THEN NULL ELSE "like" END,
                           valid_from_column => valid_from_column, valid_to_column => valid_to_column,
                           is_current_column => is_current_column,
                           surrogate_key_column => surrogate_key_column,
@@ -460,3 +563,28 @@ AS $$ SELECT scd2._create_dimension(pg_catalog.current_schema(), $1, $2, $3, $4,
                                     $8, $9, $10, $11, $12, $13, $14) $$;
 COMMENT ON FUNCTION scd2.create_dimension(text, regclass, name[], name[], name[], name, name, text, name, name, name, name, text, boolean) IS
     'creates a dimension table shaped after a staging table (identity surrogate key, validity columns) and registers it';
+
+-- Registrations made by 0.2: their shape as it is now, and the indexes
+-- 0.2's register created (it named them after the table, cut to 63
+-- characters; those are the names it used).
+UPDATE scd2.dimensions d
+   SET created_indexes = ARRAY(
+           SELECT ic.relname FROM pg_catalog.pg_index i
+             JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+            WHERE i.indrelid OPERATOR(pg_catalog.=) d.dimension
+              AND ic.relname OPERATOR(pg_catalog.=) ANY (ARRAY[
+                      pg_catalog.left(c.relname OPERATOR(pg_catalog.||) '_scd2_current', 63)::name,
+                      pg_catalog.left(c.relname OPERATOR(pg_catalog.||) '_scd2_asof', 63)::name])
+            ORDER BY ic.relname),
+       (shape_columns, shape_types, shape_typmods) = (
+           SELECT pg_catalog.array_agg(u.c ORDER BY u.o),
+                  pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY u.o),
+                  pg_catalog.array_agg(a.atttypmod ORDER BY u.o)
+             FROM pg_catalog.unnest(d.business_key OPERATOR(pg_catalog.||) ARRAY[d.valid_from_column,
+                    d.valid_to_column, d.is_current_column, d.surrogate_key_column]) WITH ORDINALITY AS u(c, o)
+             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.dimension
+                  AND a.attname OPERATOR(pg_catalog.=) u.c AND a.attnum OPERATOR(pg_catalog.>) 0
+                  AND NOT a.attisdropped
+            WHERE u.c IS NOT NULL)
+  FROM pg_catalog.pg_class c
+ WHERE c.oid OPERATOR(pg_catalog.=) d.dimension;

@@ -100,6 +100,7 @@
 #include "utils/timestamp.h"
 
 #include "asof.h"
+#include "scd2.h"
 
 /* API differences after PostgreSQL 15 (only 15 is built and tested) */
 #if PG_VERSION_NUM >= 170000
@@ -272,6 +273,7 @@ static bool callbacks_registered = false;
 
 /* The registry query, prepared once per backend. */
 static SPIPlanPtr registry_plan = NULL;
+static const char *registry_plan_shape = NULL;	/* its shape columns */
 
 static void asof_xact_callback(XactEvent event, void *arg);
 static void asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -355,27 +357,40 @@ read_registry(AsofCache *c)
 	char	   *vfname,
 			   *vtname,
 			   *skname = NULL;
+	const char *shape_sql;
 	MemoryContext oldcxt;
 
 	values[0] = ObjectIdGetDatum(c->relid);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* prepared once per backend; the plan cache revalidates it */
+	/*
+	 * Prepared once per backend (the plan cache revalidates it), and again
+	 * when the registry has gained its shape columns since (ALTER EXTENSION
+	 * scd2 UPDATE in this session).
+	 */
+	shape_sql = scd2_registry_shape_sql();
+	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
+	{
+		SPI_freeplan(registry_plan);
+		registry_plan = NULL;
+	}
 	if (registry_plan == NULL)
 	{
 		SPIPlanPtr	plan;
 
-		plan = SPI_prepare("SELECT business_key, valid_from_column, valid_to_column,"
-						   " surrogate_key_column"
-						   " FROM scd2.dimensions"
-						   " WHERE dimension OPERATOR(pg_catalog.=) $1",
+		plan = SPI_prepare(psprintf("SELECT business_key, valid_from_column, valid_to_column,"
+									" surrogate_key_column, %s"
+									" FROM scd2.dimensions"
+									" WHERE dimension OPERATOR(pg_catalog.=) $1",
+									shape_sql),
 						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");
 		registry_plan = plan;
+		registry_plan_shape = shape_sql;
 	}
 	ret = SPI_execute_plan(registry_plan, values, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
@@ -388,6 +403,19 @@ read_registry(AsofCache *c)
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
+
+	/* the dimension must still have the shape it was registered with */
+	{
+		bool		n1,
+					n2,
+					n3;
+		Datum		cols = SPI_getbinval(tup, desc, 5, &n1);
+		Datum		types = SPI_getbinval(tup, desc, 6, &n2);
+		Datum		typmods = SPI_getbinval(tup, desc, 7, &n3);
+
+		if (!n1 && !n2 && !n3)
+			scd2_check_registered_shape(c->relid, c->relname, cols, types, typmods);
+	}
 
 	/* copy what we keep into the cache context */
 	oldcxt = MemoryContextSwitchTo(c->cxt);

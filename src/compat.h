@@ -18,16 +18,37 @@
 #error "scd2 requires PostgreSQL 15 or later (MERGE)"
 #endif
 
-/* pg_class_ownercheck became object_ownercheck in 16. */
+/* pg_class_ownercheck and pg_namespace_aclcheck became object_*check in 16. */
 #if PG_VERSION_NUM >= 160000
 #include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
 #include "utils/acl.h"
 #define scd2_relation_ownercheck(relid, roleid) \
 	object_ownercheck(RelationRelationId, (relid), (roleid))
+#define scd2_namespace_aclcheck(nspid, roleid, mode) \
+	object_aclcheck(NamespaceRelationId, (nspid), (roleid), (mode))
 #else
 #include "utils/acl.h"
 #define scd2_relation_ownercheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
+#define scd2_namespace_aclcheck(nspid, roleid, mode) \
+	pg_namespace_aclcheck((nspid), (roleid), (mode))
+#endif
+
+/*
+ * search_path for code run on another role's behalf: 17 has core's own
+ * RestrictSearchPath() (what VACUUM, ANALYZE, CREATE INDEX and REFRESH
+ * MATERIALIZED VIEW use); before it, the same setting made by hand.  Call
+ * after NewGUCNestLevel().
+ */
+#include "utils/guc.h"
+#if PG_VERSION_NUM >= 170000
+#define scd2_restrict_search_path() RestrictSearchPath()
+#else
+#define scd2_restrict_search_path() \
+	((void) set_config_option("search_path", "pg_catalog, pg_temp", \
+							  PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, \
+							  true, 0, false))
 #endif
 
 #endif							/* SCD2_COMPAT_H */

@@ -38,6 +38,10 @@ typedef struct Registration
 	char	   *is_current;
 	char	   *surrogate_key;
 	char	   *current_valid_to;
+	bool		has_shape;
+	Datum		shape_columns;	/* text[], oid[], int4[] */
+	Datum		shape_types;
+	Datum		shape_typmods;
 } Registration;
 
 /* "schema"."table", quoted as needed. */
@@ -101,11 +105,12 @@ read_registration(Oid dim_oid, const char *dim_name)
 	int			rc;
 
 	rc = SPI_execute_with_args(
-		"SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
-		"       type1::pg_catalog.text[], effective_column, delete_column, mode,"
-		"       valid_from_column, valid_to_column, is_current_column,"
-		"       surrogate_key_column, current_valid_to"
-		"  FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
+				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
+				 "       valid_from_column, valid_to_column, is_current_column,"
+				 "       surrogate_key_column, current_valid_to, %s"
+				 "  FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+				 scd2_registry_shape_sql()),
 		1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the registry failed: %s",
@@ -135,6 +140,18 @@ read_registration(Oid dim_oid, const char *dim_name)
 	reg->is_current = spi_text_or_null(tup, desc, 9);
 	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
 	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
+	reg->shape_columns = SPI_getbinval(tup, desc, 12, &isnull);
+	reg->has_shape = !isnull;
+	if (reg->has_shape)
+	{
+		bool		n2,
+					n3;
+
+		reg->shape_columns = SPI_datumTransfer(reg->shape_columns, false, -1);
+		reg->shape_types = SPI_datumTransfer(SPI_getbinval(tup, desc, 13, &n2), false, -1);
+		reg->shape_typmods = SPI_datumTransfer(SPI_getbinval(tup, desc, 14, &n3), false, -1);
+		reg->has_shape = !n2 && !n3;
+	}
 	return reg;
 }
 
@@ -288,6 +305,89 @@ describe_list(List *names, TupleDesc dim, const char *role, const char *dim_name
 }
 
 /*
+ * The registry's shape columns for a SELECT list, or NULLs when the
+ * installed extension's registry predates them (0.1 and 0.2: the library
+ * is updated before ALTER EXTENSION scd2 UPDATE runs).
+ */
+const char *
+scd2_registry_shape_sql(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("dimensions", nsp) : InvalidOid;
+
+	if (OidIsValid(relid) && get_attnum(relid, "shape_columns") != InvalidAttrNumber)
+		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
+	return "NULL::pg_catalog.text[], NULL::pg_catalog.oid[], NULL::pg_catalog.int4[]";
+}
+
+/*
+ * The registered shape (scd2.dimensions.shape_*: the business key,
+ * validity, is_current and surrogate key columns with the types they had
+ * when the dimension was registered) must still be the dimension's: a
+ * column dropped, or retyped (valid_to turned into a date, the key into
+ * text, ...), makes loads and scd2.asof refuse until the dimension is
+ * registered again -- register checks the new shape and rebuilds the
+ * indexes.  columns is text[], types oid[] (NULL: the column was missing
+ * already), typmods int4[].
+ */
+void
+scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
+							Datum types, Datum typmods)
+{
+	Datum	   *names;
+	Datum	   *typs;
+	Datum	   *mods;
+	bool	   *namenulls;
+	bool	   *typnulls;
+	bool	   *modnulls;
+	int			n,
+				ntyp,
+				nmod;
+
+	deconstruct_array(DatumGetArrayTypeP(columns), TEXTOID, -1, false, TYPALIGN_INT,
+					  &names, &namenulls, &n);
+	deconstruct_array(DatumGetArrayTypeP(types), OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+					  &typs, &typnulls, &ntyp);
+	deconstruct_array(DatumGetArrayTypeP(typmods), INT4OID, sizeof(int32), true, TYPALIGN_INT,
+					  &mods, &modnulls, &nmod);
+	if (ntyp != n || nmod != n)
+		elog(ERROR, "scd2: the registered shape of %s is inconsistent", dim_name);
+
+	for (int i = 0; i < n; i++)
+	{
+		char	   *name;
+		AttrNumber	attnum;
+		Oid			typid;
+		int32		typmod;
+		Oid			collid;
+
+		if (namenulls[i])
+			continue;
+		name = TextDatumGetCString(names[i]);
+		attnum = get_attnum(relid, name);
+		if (attnum == InvalidAttrNumber || attnum < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dimension %s has changed since it was registered", dim_name),
+					 errdetail("Column \"%s\", part of its registration, no longer exists.", name),
+					 errhint("Register the dimension again with scd2.register(), which checks its new shape.")));
+		if (typnulls[i] || modnulls[i])
+			continue;			/* missing when registered: nothing to compare */
+		get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+		if (typid != DatumGetObjectId(typs[i]) || typmod != DatumGetInt32(mods[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dimension %s has changed since it was registered", dim_name),
+					 errdetail("Column \"%s\" had type %s when the dimension was registered and has type %s now.",
+							   name,
+							   format_type_extended(DatumGetObjectId(typs[i]), DatumGetInt32(mods[i]),
+													FORMAT_TYPE_TYPEMOD_GIVEN),
+							   format_type_extended(typid, typmod, FORMAT_TYPE_TYPEMOD_GIVEN)),
+					 errhint("Register the dimension again with scd2.register(), which checks its new shape.")));
+	}
+}
+
+/*
  * Resolve a registered dimension against a staging table for one load.
  * The caller holds a lock on the dimension.
  */
@@ -319,6 +419,10 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 				 errmsg("staging table cannot be the dimension itself"),
 				 errdetail("Both arguments name %s.", cfg->dim_name),
 				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
+
+	if (reg->has_shape)
+		scd2_check_registered_shape(dim_oid, cfg->dim_name, reg->shape_columns,
+									reg->shape_types, reg->shape_typmods);
 
 	dimrel = table_open(dim_oid, AccessShareLock);
 	stgrel = table_open(stg_oid, AccessShareLock);

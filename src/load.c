@@ -2,9 +2,12 @@
  * load.c -- one load of a staging table into a registered dimension.
  *
  * Order of work:
- *   1. check privileges, lock the dimension (SHARE ROW EXCLUSIVE: loads of
- *      one dimension queue up; readers, fact loads and as-of lookups do
- *      not wait), resolve the configuration;
+ *   1. check the caller's privileges, lock the dimension (SHARE ROW
+ *      EXCLUSIVE: loads of one dimension queue up; readers, fact loads and
+ *      as-of lookups do not wait), become the dimension's owner and check
+ *      its privileges, resolve the configuration, create the work tables,
+ *      and run the rest in a security-restricted operation (see
+ *      owner_context_enter);
  *   2. take one snapshot: every statement of the load sees the same
  *      committed staging and dimension rows (a concurrent insert into the
  *      staging table is either wholly in this load or wholly not);
@@ -52,10 +55,20 @@
 #define PTS_TABLE	"pg_temp.\"scd2 work: points\""
 #define WIN_TABLE	"pg_temp.\"scd2 work: window\""
 
+/* The role a load runs as, and what to restore (see owner_context_enter). */
+typedef struct OwnerContext
+{
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
+} OwnerContext;
+
 /* State of one load while it runs. */
 typedef struct LoadState
 {
 	const Scd2Config *cfg;
+	OwnerContext *oc;
 	Snapshot	snap;
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
@@ -135,23 +148,52 @@ estimated_rows(Oid relid)
 	return rows;
 }
 
+/*
+ * The privileges a load needs, held by role: SELECT on the staging table,
+ * SELECT, INSERT and UPDATE on the dimension (SELECT for a dry run).  The
+ * caller's are checked as the caller (who must not use a load to read or
+ * write what it may not), the owner's as the role the load runs as (who
+ * must not read a staging table only the caller may read).
+ */
 static void
-check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run)
+check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run, Oid roleid, bool as_owner)
 {
 	AclMode		dim_mode = ACL_SELECT | (dry_run ? 0 : (ACL_INSERT | ACL_UPDATE));
 	AclMode		missing;
+	Oid			rels[2] = {stg_oid, dim_oid};
 
-	if (pg_class_aclcheck(stg_oid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (pg_class_aclcheck(stg_oid, roleid, ACL_SELECT) != ACLCHECK_OK)
+	{
+		if (as_owner)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for staging table %s", scd2_relation_display_name(stg_oid)),
+					 errdetail("The load runs as role \"%s\", the owner of dimension %s, which has no SELECT on the staging table.",
+							   GetUserNameFromId(roleid, false), scd2_relation_display_name(dim_oid)),
+					 errhint("Grant SELECT on %s to %s, or load from a staging table that role may read.",
+							 scd2_relation_display_name(stg_oid),
+							 quote_identifier(GetUserNameFromId(roleid, false)))));
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for staging table %s", scd2_relation_display_name(stg_oid)),
 				 errdetail("A load reads the staging table and needs SELECT on it.")));
+	}
 
 	/*
 	 * Every privilege is needed: pg_class_aclcheck() with several bits
 	 * succeeds when ANY of them is held.
 	 */
-	missing = dim_mode & ~pg_class_aclmask(dim_oid, GetUserId(), dim_mode, ACLMASK_ALL);
+	missing = dim_mode & ~pg_class_aclmask(dim_oid, roleid, dim_mode, ACLMASK_ALL);
+	if (missing != 0 && as_owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for dimension %s", scd2_relation_display_name(dim_oid)),
+				 errdetail("The load runs as role \"%s\", the owner of the dimension, which lacks:%s%s%s.",
+						   GetUserNameFromId(roleid, false),
+						   (missing & ACL_SELECT) ? " SELECT" : "",
+						   (missing & ACL_INSERT) ? " INSERT" : "",
+						   (missing & ACL_UPDATE) ? " UPDATE" : ""),
+				 errhint("Grant the owner SELECT, INSERT and UPDATE on its dimension again.")));
 	if (missing != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -160,6 +202,25 @@ check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run)
 						   (missing & ACL_SELECT) ? " SELECT" : "",
 						   (missing & ACL_INSERT) ? " INSERT" : "",
 						   (missing & ACL_UPDATE) ? " UPDATE" : "")));
+
+	/* and USAGE on the schemas of both tables, or the load could not name them */
+	for (int i = 0; i < 2; i++)
+	{
+		Oid			nsp = get_rel_namespace(rels[i]);
+
+		if (scd2_namespace_aclcheck(nsp, roleid, ACL_USAGE) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for schema %s", quote_identifier(get_namespace_name(nsp))),
+					 as_owner ?
+					 errdetail("The load runs as role \"%s\", the owner of dimension %s, which has no USAGE on the schema of %s table %s.",
+							   GetUserNameFromId(roleid, false), scd2_relation_display_name(dim_oid),
+							   i == 0 ? "staging" : "dimension", scd2_relation_display_name(rels[i])) :
+					 errdetail("A load needs USAGE on the schema of %s table %s.",
+							   i == 0 ? "staging" : "dimension", scd2_relation_display_name(rels[i])),
+					 errhint("Grant USAGE on schema %s to %s.", quote_identifier(get_namespace_name(nsp)),
+							 quote_identifier(GetUserNameFromId(roleid, false)))));
+	}
 }
 
 static void
@@ -176,6 +237,73 @@ check_relkind(Oid relid, bool dimension)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s is not a table", scd2_relation_display_name(relid)),
 				 errhint("A dimension must be a plain or partitioned table.")));
+	if (dimension && get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("temporary table %s cannot be an scd2 dimension", scd2_relation_display_name(relid)),
+				 errdetail("A temporary table vanishes with its session, and its registration would be left behind."),
+				 errhint("Make the dimension a permanent (or unlogged) table.")));
+}
+
+/* The owner of a relation. */
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * Running the load as the dimension's owner, the way core runs REFRESH
+ * MATERIALIZED VIEW (matview.c): first as the owner with only the role
+ * switch locked (SECURITY_LOCAL_USERID_CHANGE) while the load creates its
+ * temporary work tables (a security-restricted operation may not be the
+ * first to create a temporary table in a session), then, before any
+ * statement that runs code the owner controls (triggers, defaults,
+ * constraints, index expressions, staging views), as the owner in a
+ * security-restricted operation.  A new GUC nest level with a pinned
+ * search_path; at the end every setting made inside it, by the load or by
+ * the owner's code, is rolled back (AtEOXact_GUC(false, ...)) and the
+ * caller's role and security context come back.  An error ends the
+ * (sub)transaction, which restores both as well.
+ */
+static void
+owner_context_enter(OwnerContext *oc, Oid owner)
+{
+	oc->owner = owner;
+	GetUserIdAndSecContext(&oc->save_userid, &oc->save_sec);
+	SetUserIdAndSecContext(owner, oc->save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	oc->nest = NewGUCNestLevel();
+	scd2_restrict_search_path();
+}
+
+static void
+owner_context_restrict(OwnerContext *oc)
+{
+	SetUserIdAndSecContext(oc->owner, oc->save_sec | SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * Back to the owner without the restriction, only to create a work table
+ * (matview.c does the same for its "diff" table).
+ */
+static void
+owner_context_unrestrict(OwnerContext *oc)
+{
+	SetUserIdAndSecContext(oc->owner, oc->save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+static void
+owner_context_leave(OwnerContext *oc)
+{
+	AtEOXact_GUC(false, oc->nest);
+	SetUserIdAndSecContext(oc->save_userid, oc->save_sec);
 }
 
 /*
@@ -299,7 +427,13 @@ classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 {
 	const Scd2Config *cfg = st->cfg;
 
+	/* the general path's work tables: created outside the restriction */
+	owner_context_unrestrict(st->oc);
 	scd2_spi_exec(scd2_sql_create_points(cfg, PTS_TABLE), SPI_OK_UTILITY, "creating the point table");
+	scd2_spi_exec(scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE, true), SPI_OK_UTILITY,
+				  "creating the window table");
+	owner_context_restrict(st->oc);
+
 	load_exec(st, scd2_sql_points(cfg, PTS_TABLE, KEYS_TABLE), SPI_OK_INSERT, "collecting timeline points");
 
 	load_exec(st, scd2_sql_ambiguous(cfg, PTS_TABLE), SPI_OK_SELECT, "checking for ambiguous rows");
@@ -311,7 +445,7 @@ classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 						   cfg->stg_name),
 				 errhint("Keep one row per key and effective time, or give the rows different effective times; nothing was loaded.")));
 
-	load_exec(st, scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE), SPI_OK_UTILITY, "ordering timeline points");
+	load_exec(st, scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE, false), SPI_OK_INSERT, "ordering timeline points");
 
 	load_exec(st, scd2_sql_conflict(cfg, WIN_TABLE), SPI_OK_SELECT, "checking for conflicts");
 	if (SPI_processed > 0)
@@ -377,7 +511,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	LoadState	st;
 	Scd2Config *cfg;
 	Scd2Metrics *m = &res->metrics;
-	int			pin;
+	OwnerContext oc;
 	bool		several;		/* some key has several staging rows */
 	int64		complex_keys = 0;	/* keys that go the general way */
 	int64		fast_counted;
@@ -390,12 +524,16 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	memset(m, 0, sizeof(*m));
 	check_relkind(req->dim_oid, true);
 	check_relkind(req->stg_oid, false);
-	check_privileges(req->stg_oid, req->dim_oid, req->dry_run);
+	/* the caller may do what the load does */
+	check_privileges(req->stg_oid, req->dim_oid, req->dry_run, GetUserId(), false);
 
 	/* 1. Serialise loads of this dimension; readers are not blocked. */
 	lock_dimension(req->dim_oid);
 
-	pin = scd2_pin_search_path();
+	/* From here on the load runs as the dimension's owner (see above). */
+	owner_context_enter(&oc, relation_owner(req->dim_oid));
+	check_privileges(req->stg_oid, req->dim_oid, req->dry_run, oc.owner, true);
+
 	/*
 	 * The load's statements cost much in the planner's units (nested loops
 	 * over every staging row) but evaluate simple expressions: JIT
@@ -410,12 +548,14 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	/* 2. One snapshot for every read, taken after the lock. */
 	memset(&st, 0, sizeof(st));
 	st.cfg = cfg;
+	st.oc = &oc;
 	st.effective_at = TimestampTzGetDatum(req->effective_at);
 	st.dim_rows = estimated_rows(req->dim_oid);
 	CommandCounterIncrement();
 	st.snap = RegisterSnapshot(GetTransactionSnapshot());
 
 	create_work_tables(cfg);
+	owner_context_restrict(&oc);
 
 	/* 3. */
 	m->source_rows = validate_staging(&st, &several);
@@ -471,5 +611,5 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 	drop_work_tables();
 	UnregisterSnapshot(st.snap);
-	scd2_unpin(pin);
+	owner_context_leave(&oc);
 }

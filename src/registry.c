@@ -10,6 +10,7 @@
 #include "scd2.h"
 
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -17,9 +18,10 @@
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(scd2_registry_store);
-PG_FUNCTION_INFO_V1(scd2_registry_set_no_overlap);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
+PG_FUNCTION_INFO_V1(scd2_registry_store_created);
+PG_FUNCTION_INFO_V1(scd2_choose_index_name);
 
 static void
 require_owner(Oid relid)
@@ -101,40 +103,6 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * Records the exclusion constraint register() made for no_overlap (NULL:
- * none), so the next registration of the dimension can replace it.  Its
- * name, not its OID: the registry is dumped and restored as text.
- */
-Datum
-scd2_registry_set_no_overlap(PG_FUNCTION_ARGS)
-{
-	Oid			argtypes[2] = {REGCLASSOID, NAMEOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
-	int			rc;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
-	require_owner(PG_GETARG_OID(0));
-	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "scd2: SPI_connect failed");
-	rc = exec_as_owner("UPDATE scd2.dimensions SET no_overlap_constraint = $2"
-					   " WHERE dimension OPERATOR(pg_catalog.=) $1",
-					   2, argtypes, values, nulls);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "scd2: recording the no_overlap constraint failed: %s",
-			 SPI_result_code_string(rc));
-	SPI_finish();
-	PG_RETURN_VOID();
-}
-
 Datum
 scd2_registry_remove(PG_FUNCTION_ARGS)
 {
@@ -182,4 +150,81 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 		elog(ERROR, "scd2: forgetting dropped staging tables failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_INT64(removed);
+}
+
+/*
+ * The shape a dimension is registered with: its business key, validity,
+ * is_current and surrogate key columns with their types and typmods (a
+ * NULL type: the column is missing).  Loads and scd2.asof refuse to work
+ * on a dimension whose columns no longer have it (config.c).  The upgrade
+ * script scd2--0.2--0.3.sql fills the same columns with the same query.
+ */
+#define SHAPE_SQL \
+	"(shape_columns, shape_types, shape_typmods) = (" \
+	" SELECT pg_catalog.array_agg(u.c ORDER BY u.o)," \
+	"        pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY u.o)," \
+	"        pg_catalog.array_agg(a.atttypmod ORDER BY u.o)" \
+	"   FROM pg_catalog.unnest(d.business_key OPERATOR(pg_catalog.||) ARRAY[d.valid_from_column," \
+	"          d.valid_to_column, d.is_current_column, d.surrogate_key_column]) WITH ORDINALITY AS u(c, o)" \
+	"   LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.dimension" \
+	"        AND a.attname OPERATOR(pg_catalog.=) u.c AND a.attnum OPERATOR(pg_catalog.>) 0" \
+	"        AND NOT a.attisdropped" \
+	"  WHERE u.c IS NOT NULL)"
+
+/*
+ * After scd2.register stored a registration: what it created -- the
+ * indexes and the no_overlap exclusion constraint (NULL: none), by name:
+ * indexes and constraints live with their table, and names, unlike OIDs,
+ * are what pg_dump keeps -- and the dimension's shape.
+ */
+Datum
+scd2_registry_store_created(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[3] = {REGCLASSOID, NAMEARRAYOID, NAMEOID};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	int			rc;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension and created_indexes must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner("UPDATE scd2.dimensions d SET created_indexes = $2,"
+					   " no_overlap_constraint = $3, " SHAPE_SQL
+					   " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+					   3, argtypes, values, nulls);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "scd2: storing what the registration created failed: %s",
+			 SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * A name for a new index of a dimension: the table's name and the label,
+ * cut to fit NAMEDATALEN (at a character boundary) and numbered when
+ * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
+ * uses it.
+ */
+Datum
+scd2_choose_index_name(PG_FUNCTION_ARGS)
+{
+	Oid			dim = PG_GETARG_OID(0);
+	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *relname = get_rel_name(dim);
+	char	   *name;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", dim)));
+	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
+	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
 }

@@ -97,6 +97,9 @@ typedef struct Scd2LoadResult
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
 extern char *scd2_relation_display_name(Oid relid);
+extern const char *scd2_registry_shape_sql(void);
+extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
+										Datum types, Datum typmods);
 
 /* sqlgen.c */
 extern char *scd2_sql_create_changes(const Scd2Config *cfg, const char *chg);
@@ -111,7 +114,8 @@ extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const
 extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
 extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);
-extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win);
+extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win,
+							   bool create);
 extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
 extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
 extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);

@@ -659,16 +659,22 @@ scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
  *             the dropped ones after it);
  *   _l<i>     the Type 1 values of the run's last point, _lprio its kind.
  */
+/*
+ * create: the table's CREATE ... WITH NO DATA (which runs nothing: the
+ * load creates its work tables before it enters the security-restricted
+ * context, see load.c); otherwise the INSERT that fills it.
+ */
 char *
-scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
+scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool create)
 {
 	StringInfoData buf;
 	char	   *part = partition_by_keys(cfg);
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE TEMP TABLE %s ON COMMIT DROP AS WITH o AS (SELECT p.*,"
-					 " pg_catalog.lag(_present) OVER w AS _pp, pg_catalog.lag(_t) OVER w AS _pt,"
-					 " pg_catalog.lag(_prio) OVER w AS _pprio", win);
+	appendStringInfo(&buf, create ? "CREATE TEMP TABLE %s ON COMMIT DROP AS " : "INSERT INTO %s ", win);
+	appendStringInfoString(&buf, "WITH o AS (SELECT p.*,"
+						   " pg_catalog.lag(_present) OVER w AS _pp, pg_catalog.lag(_t) OVER w AS _pt,"
+						   " pg_catalog.lag(_prio) OVER w AS _pprio");
 	for (int i = 0; i < cfg->ntracked; i++)
 		appendStringInfo(&buf, ", pg_catalog.lag(%s) OVER w AS _p%d", cfg->tracked[i].ident, i + 1);
 	appendStringInfo(&buf, " FROM %s p WINDOW w AS (%s ORDER BY _t, _prio)), ", pts, part);
@@ -688,6 +694,8 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
 		appendStringInfo(&buf, ", pg_catalog.last_value(%s) OVER l AS _l%d", cfg->type1[i].ident, i + 1);
 	appendStringInfo(&buf, " FROM r WINDOW l AS (%s, _run ORDER BY _t, _prio"
 					 " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)", part);
+	if (create)
+		appendStringInfoString(&buf, " WITH NO DATA");
 	return buf.data;
 }
 
