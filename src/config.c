@@ -224,6 +224,43 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->sortable = OidIsValid(tc->lt_opr);
 }
 
+/* Whether some column of the relation starts with prefix. */
+static bool
+has_column_prefixed(TupleDesc desc, const char *prefix)
+{
+	size_t		len = strlen(prefix);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strncmp(NameStr(att->attname), prefix, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The prefix of the generated SQL's internal column names (sqlgen.c):
+ * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
+ * staging table starts with that prefix and "_" -- so an internal name
+ * never equals a user column's, whatever the user named them.
+ */
+static char *
+choose_internal_prefix(TupleDesc dim, TupleDesc stg)
+{
+	char	   *px = "scd2";
+
+	for (int n = 2;; n++)
+	{
+		char	   *probe = psprintf("%s_", px);
+
+		if (!has_column_prefixed(dim, probe) && !has_column_prefixed(stg, probe))
+			return px;
+		px = psprintf("scd2_%d", n);
+	}
+}
+
 /* A column registered for the dimension must still be in it. */
 static Form_pg_attribute
 require_dimension_column(TupleDesc desc, const char *name, const char *role,
@@ -324,6 +361,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	stgrel = table_open(stg_oid, AccessShareLock);
 	dim = RelationGetDescr(dimrel);
 	stg = RelationGetDescr(stgrel);
+	cfg->px = choose_internal_prefix(dim, stg);
 
 	/* Bookkeeping columns. */
 	describe_column(&cfg->vf, require_dimension_column(dim, reg->valid_from, "valid_from_column", cfg->dim_name));

@@ -439,7 +439,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		classify_complex_keys(&st, &distinct, &kept, &y_applied, &complex_rows);
 
 	/* 5. Count, write, verify. */
-	load_exec(&st, scd2_sql_change_counts(CHG_TABLE), SPI_OK_SELECT, "counting changes");
+	load_exec(&st, scd2_sql_change_counts(cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
 	m->inserted = scd2_spi_int8(0, 1);
 	m->new_versions = scd2_spi_int8(0, 2);
 	m->closed = scd2_spi_int8(0, 3);

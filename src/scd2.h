@@ -58,6 +58,11 @@ typedef struct Scd2Config
 	char	   *eff_col;		/* quoted staging column, or NULL */
 	char	   *eff_name;		/* the same, unquoted, for messages */
 	char	   *del_col;		/* quoted staging column, or NULL */
+
+	char	   *px;				/* prefix of every internal column name of
+								 * the generated SQL: no column of the
+								 * dimension or the staging table starts
+								 * with px followed by "_" (config.c) */
 } Scd2Config;
 
 /* Exact metrics of one load. */
@@ -115,7 +120,7 @@ extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char 
 extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
 extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
 extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
-extern char *scd2_sql_change_counts(const char *chg);
+extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
