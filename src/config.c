@@ -278,6 +278,49 @@ require_dimension_column(TupleDesc desc, const char *name, const char *role,
 }
 
 /*
+ * The staging type's equality operator when a value of the dimension's type
+ * can be cast back to it, so that a round trip staging -> dimension ->
+ * staging shows whether the value was stored unchanged; else NULL.
+ */
+static char *
+round_trip_eqop(Oid srctype, Oid dsttype)
+{
+	TypeCacheEntry *tc = lookup_type_cache(srctype, TYPECACHE_EQ_OPR);
+
+	if (!OidIsValid(tc->eq_opr) ||
+		!can_coerce_type(1, &dsttype, &srctype, COERCION_EXPLICIT))
+		return NULL;
+	return operator_sql(tc->eq_opr);
+}
+
+/*
+ * What converting a staging column to the dimension column's type can do.
+ * The load stores CAST(staging AS dimension type): a value of another type
+ * or typmod can fail to convert (out of range) or convert with loss
+ * (varchar(n)/char(n) cut, numeric(p,s) or an integer type rounded), which
+ * the load refuses before it writes (load.c).  A collation alone changes no
+ * value.
+ */
+static void
+describe_conversion(Scd2Column *col, Form_pg_attribute att)
+{
+	char		category;
+	bool		preferred;
+
+	col->stg_type_sql = format_type_extended(att->atttypid, att->atttypmod,
+											 FORMAT_TYPE_TYPEMOD_GIVEN |
+											 FORMAT_TYPE_FORCE_QUALIFY);
+	col->stg_type_name = format_type_with_typemod(att->atttypid, att->atttypmod);
+	col->type_name = format_type_with_typemod(col->typid, col->typmod);
+	get_type_category_preferred(col->typid, &category, &preferred);
+	col->stg_category = category;
+	/* the same type into an unconstrained typmod cannot fail or lose */
+	col->conv_check = !(att->atttypid == col->typid &&
+						(att->atttypmod == col->typmod || col->typmod < 0));
+	col->stg_eqop_sql = col->conv_check ? round_trip_eqop(att->atttypid, col->typid) : NULL;
+}
+
+/*
  * A column the load reads from staging: it must exist there with a type
  * that can be assigned to the dimension column's type.
  */
@@ -307,6 +350,7 @@ require_staging_column(TupleDesc stg, Scd2Column *col, const char *role,
 						 format_type_be(col->typid))));
 	col->stg_exact = srctype == col->typid && att->atttypmod == col->typmod &&
 		att->attcollation == col->collid;
+	describe_conversion(col, att);
 }
 
 static Scd2Column *
@@ -420,6 +464,15 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 					 errhint("Give the effective column the type of the dimension's valid_from column.")));
 		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
 		cfg->eff_name = reg->effective_column;
+		if (srctype != cfg->vf.typid || att->atttypmod != cfg->vf.typmod)
+		{
+			cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
+													 FORMAT_TYPE_TYPEMOD_GIVEN |
+													 FORMAT_TYPE_FORCE_QUALIFY);
+			cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
+			cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
+			cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
+		}
 	}
 	if (reg->delete_column)
 	{

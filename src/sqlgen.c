@@ -58,6 +58,8 @@ expand_names(const Scd2Config *cfg, const char *tmpl)
 	return buf.data;
 }
 
+static char *staging_key_json(const Scd2Config *cfg);
+
 /* A template with internal names, expanded for this load's cfg. */
 #define X(tmpl) expand_names(cfg, tmpl)
 
@@ -335,8 +337,13 @@ scd2_sql_validate(const Scd2Config *cfg)
 		appendStringInfo(&buf,
 						 X("SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE s.%s IS NULL),"
 						 " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL),"
-						 " pg_catalog.count(s.%s) OPERATOR(pg_catalog.-) pg_catalog.count(DISTINCT s.%s)"
-						 " FROM "), k, k, k);
+						 " pg_catalog.count(s.%s) OPERATOR(pg_catalog.-) pg_catalog.count(DISTINCT s.%s), "),
+						 k, k, k);
+		if (cfg->eff_col)
+			appendStringInfoString(&buf, X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))"));
+		else
+			appendStringInfoString(&buf, "0");
+		appendStringInfoString(&buf, " FROM ");
 		append_normalized_staging(&buf, cfg);
 		appendStringInfoString(&buf, " s");
 		return buf.data;
@@ -350,11 +357,17 @@ scd2_sql_validate(const Scd2Config *cfg)
 					 X("SELECT COALESCE(pg_catalog.sum(g.`_n), 0)::pg_catalog.int8,"
 					 " COALESCE(pg_catalog.sum(g.`_n) FILTER (WHERE %s), 0)::pg_catalog.int8,"
 					 " COALESCE(pg_catalog.sum(g.`_ne), 0)::pg_catalog.int8,"
-					 " pg_catalog.count(*) FILTER (WHERE g.`_n > 1 AND NOT (%s))"
+					 " pg_catalog.count(*) FILTER (WHERE g.`_n > 1 AND NOT (%s)),"
+					 " COALESCE(pg_catalog.sum(g.`_nf), 0)::pg_catalog.int8"
 					 " FROM (SELECT "), nullkey.data, nullkey.data);
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfoString(&buf, X(", pg_catalog.count(*) AS `_n,"
-						   " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL) AS `_ne FROM "));
+						   " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL) AS `_ne, "));
+	if (cfg->eff_col)
+		appendStringInfoString(&buf, X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))"));
+	else
+		appendStringInfoString(&buf, "0");
+	appendStringInfoString(&buf, X(" AS `_nf FROM "));
 	append_normalized_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s GROUP BY ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
@@ -382,6 +395,159 @@ scd2_sql_bad_row(const Scd2Config *cfg)
 		appendStringInfoString(&buf, "false");
 	appendStringInfoString(&buf, " LIMIT 1");
 	return buf.data;
+}
+
+/* A staging row whose effective time is infinity or -infinity. */
+char *
+scd2_sql_nonfinite_row(const Scd2Config *cfg)
+{
+	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s"
+					" WHERE NOT pg_catalog.isfinite(CAST(s.%s AS %s)) LIMIT 1",
+					staging_key_json(cfg), cfg->eff_col, cfg->stg_sql, cfg->eff_col,
+					cfg->vf.type_sql);
+}
+
+/* ---------- conversions ---------- */
+
+/*
+ * The staging columns whose values must be checked before the load: the
+ * effective column when its type is not valid_from's, then every key,
+ * tracked, Type 1 and copied column whose type or typmod differs from the
+ * dimension's.  NULL when there are none.
+ */
+Scd2ConvItem *
+scd2_conv_items(const Scd2Config *cfg, int *n)
+{
+	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
+	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
+	Scd2ConvItem *items = palloc0(sizeof(Scd2ConvItem) *
+								  (1 + cfg->nkeys + cfg->ntracked + cfg->ntype1 + cfg->nother));
+	int			k = 0;
+
+	if (cfg->eff_col && cfg->eff_type_sql)
+	{
+		items[k].name = cfg->eff_name;
+		items[k].ident = cfg->eff_col;
+		items[k].src_type_sql = cfg->eff_type_sql;
+		items[k].dst_type_sql = cfg->vf.type_sql;
+		items[k].src_type_name = cfg->eff_type_name;
+		items[k].dst_type_name = cfg->vf_type_name;
+		items[k].eqop_sql = cfg->eff_eqop_sql;
+		items[k].category = 'D';
+		items[k].effective = true;
+		k++;
+	}
+	for (int g = 0; g < 4; g++)
+		for (int i = 0; i < counts[g]; i++)
+			if (groups[g][i].conv_check)
+			{
+				items[k].name = groups[g][i].name;
+				items[k].ident = groups[g][i].ident;
+				items[k].src_type_sql = groups[g][i].stg_type_sql;
+				items[k].dst_type_sql = groups[g][i].type_sql;
+				items[k].src_type_name = groups[g][i].stg_type_name;
+				items[k].dst_type_name = groups[g][i].type_name;
+				items[k].eqop_sql = groups[g][i].stg_eqop_sql;
+				items[k].category = groups[g][i].stg_category;
+				k++;
+			}
+	*n = k;
+	return k > 0 ? items : NULL;
+}
+
+/* "s.c IS NOT NULL AND NOT (CAST(CAST(s.c AS dim) AS stg) = s.c)" */
+static void
+append_lossy(StringInfo buf, const Scd2ConvItem *item)
+{
+	appendStringInfo(buf, "(s.%s IS NOT NULL AND NOT (CAST(CAST(s.%s AS %s) AS %s) %s s.%s))",
+					 item->ident, item->ident, item->dst_type_sql, item->src_type_sql,
+					 item->eqop_sql, item->ident);
+}
+
+/* The staging key as JSON, from the staging columns themselves. */
+static char *
+staging_key_json(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "CAST(pg_catalog.jsonb_build_object(");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "%s%s, s.%s", i ? ", " : "",
+						 quote_literal_cstr(cfg->keys[i].name), cfg->keys[i].ident);
+	appendStringInfoString(&buf, ") AS pg_catalog.text)");
+	return buf.data;
+}
+
+/*
+ * One scan of the staging table converting every checked column: per item,
+ * the number of values that do not survive the round trip (or, without
+ * one, the number of values converted, only to make the conversion run:
+ * a value out of range fails the statement).
+ */
+char *
+scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	for (int i = 0; i < n; i++)
+	{
+		if (i)
+			appendStringInfoString(&buf, ", ");
+		if (items[i].eqop_sql)
+		{
+			appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE ");
+			append_lossy(&buf, &items[i]);
+			appendStringInfoString(&buf, ")");
+		}
+		else
+			appendStringInfo(&buf, "pg_catalog.count(CAST(s.%s AS %s)) OPERATOR(pg_catalog.*) 0",
+							 items[i].ident, items[i].dst_type_sql);
+	}
+	appendStringInfo(&buf, " FROM %s s", cfg->stg_sql);
+	return buf.data;
+}
+
+/* Convert one column of every staging row (it fails or it does not). */
+char *
+scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item)
+{
+	return psprintf("SELECT pg_catalog.count(CAST(s.%s AS %s)) FROM %s s",
+					item->ident, item->dst_type_sql, cfg->stg_sql);
+}
+
+/* A staging row whose value does not survive the round trip. */
+char *
+scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s, CAST(s.%s AS pg_catalog.text),"
+					 " CAST(CAST(s.%s AS %s) AS pg_catalog.text) FROM %s s WHERE ",
+					 staging_key_json(cfg), item->ident, item->ident, item->dst_type_sql,
+					 cfg->stg_sql);
+	append_lossy(&buf, item);
+	appendStringInfoString(&buf, " LIMIT 1");
+	return buf.data;
+}
+
+/* Every staging row's key and value as text (to find the one that fails). */
+char *
+scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item)
+{
+	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s WHERE s.%s IS NOT NULL",
+					staging_key_json(cfg), item->ident, cfg->stg_sql, item->ident);
+}
+
+/* The conversion of one value, given as the staging type's text ($1). */
+char *
+scd2_sql_conv_one(const Scd2ConvItem *item)
+{
+	return psprintf("SELECT CAST(CAST(CAST($1 AS pg_catalog.text) AS %s) AS %s)",
+					item->src_type_sql, item->dst_type_sql);
 }
 
 /* ---------- classification ---------- */
