@@ -583,14 +583,14 @@ classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 }
 
 /*
- * The MERGE wrote fewer (or more) rows than the load classified.  The usual
- * cause is a BEFORE row trigger on the dimension that returns NULL: the
- * row it was called for is silently skipped.  Name such triggers.
+ * The enabled BEFORE INSERT/UPDATE row triggers of the dimension, quoted
+ * and comma-separated, or NULL: a trigger that returns NULL silently skips
+ * the row the load writes.
  */
-static void
-report_short_write(const Scd2Config *cfg, int64 written, int64 classified)
+static char *
+skipping_triggers(Oid dim_oid)
 {
-	Relation	rel = table_open(cfg->dim_oid, NoLock);
+	Relation	rel = table_open(dim_oid, NoLock);
 	TriggerDesc *td = rel->trigdesc;
 	StringInfoData names;
 	int			ntrig = 0;
@@ -604,22 +604,110 @@ report_short_write(const Scd2Config *cfg, int64 written, int64 classified)
 			!TRIGGER_FOR_BEFORE(tg->tgtype) ||
 			!(TRIGGER_FOR_UPDATE(tg->tgtype) || TRIGGER_FOR_INSERT(tg->tgtype)))
 			continue;
-		appendStringInfo(&names, "%s\"%s\"", ntrig++ ? ", " : "", tg->tgname);
+		appendStringInfo(&names, "%s%s", ntrig++ ? ", " : "", quote_identifier(tg->tgname));
 	}
 	table_close(rel, NoLock);
+	return ntrig > 0 ? names.data : NULL;
+}
 
-	if (ntrig > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
-				 errmsg("a trigger on dimension %s skipped rows the load writes", cfg->dim_name),
-				 errdetail("The load classified %lld row(s) to write but wrote %lld: a BEFORE UPDATE or INSERT row trigger that returns NULL skips the row it fires for (here: %s). "
-						   "Everything was rolled back.",
-						   (long long) classified, (long long) written, names.data),
-				 errhint("Make the trigger return NEW for the load's updates and inserts (or disable it during loads), then retry the load.")));
+/*
+ * An error context without the generated statement's line (the dimension's
+ * own code -- a trigger's lines -- stays), and the load's line after it.
+ */
+static char *
+load_context(const char *context, const char *line)
+{
+	StringInfoData buf;
+	const char *p = context;
+
+	initStringInfo(&buf);
+	while (p != NULL && *p)
+	{
+		const char *end = strchr(p, '\n');
+		int			len = end ? (int) (end - p) : (int) strlen(p);
+
+		if (strncmp(p, "SQL statement \"", 15) != 0)
+			appendStringInfo(&buf, "%.*s\n", len, p);
+		p = end ? end + 1 : NULL;
+	}
+	appendStringInfoString(&buf, line);
+	return buf.data;
+}
+
+/* A BEFORE row trigger skipped rows of the load. */
+static void
+report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+			 errmsg("a trigger on dimension %s skipped rows the load writes", cfg->dim_name),
+			 errdetail("%s A BEFORE UPDATE or INSERT row trigger that returns NULL skips the row it fires for; the dimension has %s. Everything was rolled back.",
+					   what, triggers),
+			 errhint("Make the trigger return NEW for the load's updates and inserts (or disable it during loads), then retry the load.")));
+}
+
+/*
+ * Step 5: the one MERGE.  Its errors do not show the generated statement:
+ * a constraint or trigger of the dimension that fails says so, in the
+ * context of the dimension's load.  A unique violation of the current-row
+ * index when a BEFORE row trigger could have skipped the close of the old
+ * current version, and a processed count other than the classified one,
+ * name the triggers.
+ */
+static void
+write_dimension(LoadState *st, int64 total_changes)
+{
+	const Scd2Config *cfg = st->cfg;
+	char	   *triggers = skipping_triggers(cfg->dim_oid);
+	MemoryContext cxt = CurrentMemoryContext;
+	int64		written = 0;
+
+	PG_TRY();
+	{
+		/* always nested loops: they keep the source's close-first order */
+		load_exec_probing(st, -1, scd2_sql_merge(cfg, CHG_TABLE),
+						  SPI_OK_MERGE, "writing the dimension");
+		written = (int64) SPI_processed;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION &&
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+			edata->sqlerrcode != ERRCODE_TRIGGERED_ACTION_EXCEPTION &&
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_RAISE_EXCEPTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		if (edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION && triggers != NULL)
+		{
+			char	   *detail = pstrdup(edata->detail ? edata->detail : "");
+			size_t		len = strlen(detail);
+
+			if (len > 0 && detail[len - 1] == '.')
+				detail[len - 1] = '\0';
+			report_skipping_trigger(cfg, triggers,
+									psprintf("Unique index \"%s\" refused a new current version (%s): the close of the version it replaces was skipped.",
+											 edata->constraint_name ? edata->constraint_name : "?", detail));
+		}
+		edata->context = load_context(edata->context,
+									  psprintf("writing the changes of the load into dimension %s", cfg->dim_name));
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	if (written == total_changes)
+		return;
+	if (triggers != NULL)
+		report_skipping_trigger(cfg, triggers,
+								psprintf("The load classified %lld row(s) to write but wrote %lld.",
+										 (long long) total_changes, (long long) written));
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("load of %s wrote %lld rows but classified %lld",
-					cfg->dim_name, (long long) written, (long long) classified),
+					cfg->dim_name, (long long) written, (long long) total_changes),
 			 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
 			 errhint("Check for triggers or rules on the dimension (or its partitions), then retry the load.")));
 }
@@ -760,11 +848,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 	if (!req->dry_run && total_changes > 0)
 	{
-		/* always nested loops: they keep the source's close-first order */
-		load_exec_probing(&st, -1, scd2_sql_merge(cfg, CHG_TABLE),
-						  SPI_OK_MERGE, "writing the dimension");
-		if ((int64) SPI_processed != total_changes)
-			report_short_write(cfg, (int64) SPI_processed, total_changes);
+		write_dimension(&st, total_changes);
 	}
 
 	/* 6. */
