@@ -766,7 +766,45 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 	appendStringInfo(&buf, X("INSERT INTO %s (`_t, `_prio, `_present, `_ovt, `_sk, `_stg"), pts);
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	append_payload_cols(&buf, cfg, NULL);
-	appendStringInfoString(&buf, ") WITH cs AS (SELECT DISTINCT ON (");
+	appendStringInfoString(&buf, ") WITH cs AS (");
+	if (cfg->snapshot)
+	{
+		/*
+		 * Snapshot mode: a key's latest staged row is its state now, so a
+		 * key without a current version that the extract has again gets
+		 * one -- its latest row takes effect at the later of its own
+		 * effective time and the end of the key's last version (its
+		 * deletion), never inside history it would only rewrite.
+		 */
+		appendStringInfo(&buf, X("SELECT CASE WHEN q.`_present AND q.`_last THEN GREATEST(q.`_t,"
+								 " (SELECT CASE WHEN %s IS NOT NULL THEN h.%s WHEN NOT ("),
+						 open_vt(cfg, "h"), cfg->vt.ident);
+		/*
+		 * A key whose current version has other values: at that version's
+		 * start, where it conflicts (the load is refused) -- a late row
+		 * cannot make the extract current.
+		 */
+		for (int i = 0; i < cfg->ntracked; i++)
+		{
+			if (i)
+				appendStringInfoString(&buf, " AND ");
+			append_eq(&buf, &cfg->tracked[i], psprintf("h.%s", cfg->tracked[i].ident),
+					  psprintf("q.%s", cfg->tracked[i].ident));
+		}
+		appendStringInfo(&buf, ") THEN h.%s END FROM %s h WHERE ", cfg->vf.ident, cfg->dim_sql);
+		append_key_join(&buf, cfg, "h", "q");
+		appendStringInfo(&buf, X(" ORDER BY h.%s DESC LIMIT 1)) ELSE q.`_t END AS `_t, q.`_present, q.`_stg"),
+						 cfg->vf.ident);
+		append_more_cols(&buf, cfg->keys, cfg->nkeys, "q.");
+		append_payload_cols(&buf, cfg, "q.");
+		/* the latest row, alone at its instant (else: ambiguous, below) */
+		appendStringInfoString(&buf, X(" FROM (SELECT c0.*, c0.`_t OPERATOR(pg_catalog.=) pg_catalog.max(c0.`_t) OVER (PARTITION BY "));
+		append_cols(&buf, cfg->keys, cfg->nkeys, "c0.");
+		appendStringInfoString(&buf, X(") AND pg_catalog.count(*) OVER (PARTITION BY "));
+		append_cols(&buf, cfg->keys, cfg->nkeys, "c0.");
+		appendStringInfoString(&buf, X(", c0.`_t) OPERATOR(pg_catalog.=) 1 AS `_last FROM ("));
+	}
+	appendStringInfoString(&buf, "SELECT DISTINCT ON (");
 	/* exact duplicates: equal in every loaded column (text form if no btree) */
 	for (int g = 0; g < 4; g++)
 		for (int i = 0; i < counts[g]; i++)
@@ -788,8 +826,16 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 	appendStringInfoString(&buf, ")");
 	if (cfg->snapshot)
 	{
-		/* keys missing from a snapshot: an absent point at effective_at */
-		appendStringInfo(&buf, " UNION ALL SELECT CAST($1 AS %s), false, false", cfg->vf.type_sql);
+		appendStringInfoString(&buf, ") c0) q");
+		/*
+		 * Keys missing from a snapshot: an absent point at effective_at, or
+		 * at the start of the current version when that is later (where
+		 * it conflicts: a deletion cannot end a version before it starts).
+		 */
+		appendStringInfo(&buf, " UNION ALL SELECT GREATEST(CAST($1 AS %s), (SELECT d.%s FROM %s d WHERE ",
+						 cfg->vf.type_sql, cfg->vf.ident, cfg->dim_sql);
+		append_key_join(&buf, cfg, "d", "x");
+		appendStringInfo(&buf, " AND %s)), false, false", current_pred(cfg, "d"));
 		append_more_cols(&buf, cfg->keys, cfg->nkeys, "x.");
 		append_null_cols(&buf, cfg->tracked, cfg->ntracked);
 		append_null_cols(&buf, cfg->type1, cfg->ntype1);
