@@ -770,28 +770,18 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 	if (cfg->snapshot)
 	{
 		/*
-		 * Snapshot mode: a key's latest staged row is its state now, so a
-		 * key without a current version that the extract has again gets
-		 * one -- its latest row takes effect at the later of its own
-		 * effective time and the end of the key's last version (its
-		 * deletion), never inside history it would only rewrite.
+		 * Snapshot mode: a key's latest staged row is its state now.  It
+		 * takes effect at the later of its own effective time and the key's
+		 * last event: the end of its last version (its deletion) when it
+		 * has no current version -- so a key the extract has again gets
+		 * one, without rewriting history -- or the start of its current
+		 * version: with the same values it is a no-op (the extract, sent
+		 * again, changes nothing), with other values it conflicts there
+		 * and the load is refused.
 		 */
 		appendStringInfo(&buf, X("SELECT CASE WHEN q.`_present AND q.`_last THEN GREATEST(q.`_t,"
-								 " (SELECT CASE WHEN %s IS NOT NULL THEN h.%s WHEN NOT ("),
-						 open_vt(cfg, "h"), cfg->vt.ident);
-		/*
-		 * A key whose current version has other values: at that version's
-		 * start, where it conflicts (the load is refused) -- a late row
-		 * cannot make the extract current.
-		 */
-		for (int i = 0; i < cfg->ntracked; i++)
-		{
-			if (i)
-				appendStringInfoString(&buf, " AND ");
-			append_eq(&buf, &cfg->tracked[i], psprintf("h.%s", cfg->tracked[i].ident),
-					  psprintf("q.%s", cfg->tracked[i].ident));
-		}
-		appendStringInfo(&buf, ") THEN h.%s END FROM %s h WHERE ", cfg->vf.ident, cfg->dim_sql);
+								 " (SELECT COALESCE(%s, h.%s) FROM %s h WHERE "),
+						 open_vt(cfg, "h"), cfg->vf.ident, cfg->dim_sql);
 		append_key_join(&buf, cfg, "h", "q");
 		appendStringInfo(&buf, X(" ORDER BY h.%s DESC LIMIT 1)) ELSE q.`_t END AS `_t, q.`_present, q.`_stg"),
 						 cfg->vf.ident);

@@ -265,16 +265,15 @@ BEGIN
                 IF NOT s_present[back_row] OR s_eff[back_row] >= back_at THEN back_row := NULL; END IF;
             ELSIF mode = 'snapshot' AND k = ANY (keys) AND nh > 0 THEN
                 -- ... and a latest row before the start of the current
-                -- version, with other values, is placed at that start
-                -- (where it conflicts: the extract cannot be made current).
+                -- version is placed at that start (a no-op with the same
+                -- values; with others it conflicts there).
                 FOR p IN 1 .. ns LOOP
                     IF s_key[p] = k AND (back_row IS NULL OR s_eff[p] > s_eff[back_row]) THEN back_row := p; END IF;
                 END LOOP;
                 FOR p IN 1 .. nh LOOP
                     IF h_vt[p] IS NULL THEN back_at := h_vf[p]; q := p; END IF;
                 END LOOP;
-                IF NOT s_present[back_row] OR s_eff[back_row] >= back_at
-                   OR s_state[back_row] = h_state[q] THEN
+                IF NOT s_present[back_row] OR s_eff[back_row] >= back_at THEN
                     back_row := NULL;
                 END IF;
             END IF;
