@@ -218,5 +218,27 @@ SELECT * FROM scd2.merge('tgstg', 'tgdim', '2024-02-01');
 SELECT state('tgdim') = :'before' AS nothing_written;
 UPDATE tgstg SET v = 'b' WHERE id = 3;
 SELECT action, business_key, valid_from FROM scd2.merge('tgstg', 'tgdim', '2024-02-01') ORDER BY 2, 3, 1;
+-- A unique index of the user's own, with a trigger that skips nothing: its
+-- violation is reported as it is (no trigger is blamed).
+CREATE FUNCTION pass() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER "harmless" BEFORE UPDATE ON tgdim FOR EACH ROW EXECUTE FUNCTION pass();
+CREATE UNIQUE INDEX "one c per instant" ON tgdim (v, valid_from, (CASE WHEN v = 'c' THEN 0 ELSE id END));
+SELECT state('tgdim') AS before \gset
+UPDATE tgstg SET v = 'c' WHERE id = 3;
+UPDATE tgstg SET v = 'c', id = 4 WHERE id = 1;
+SELECT * FROM scd2.merge('tgstg', 'tgdim', '2024-03-01');
+SELECT state('tgdim') = :'before' AS nothing_written;
+
+-- ---------------------------------------------------------------------
+-- Class 3: a domain's constraint is checked like a type's limits.
+CREATE DOMAIN short_text AS text CHECK (length(VALUE) <= 3);
+CREATE TABLE domdim (id int NOT NULL, v short_text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+SELECT scd2.register('domdim', ARRAY['id']);
+CREATE TABLE domstg (id int, v varchar(10));
+INSERT INTO domstg VALUES (1, 'abc'), (2, 'abcd');
+SELECT * FROM scd2.merge('domstg', 'domdim', '2024-01-01');
+SELECT count(*) AS domdim_rows FROM domdim;
+DELETE FROM domstg WHERE id = 2;
+SELECT action, business_key FROM scd2.merge('domstg', 'domdim', '2024-01-01');
 
 RESET search_path;

@@ -314,8 +314,12 @@ describe_conversion(Scd2Column *col, Form_pg_attribute att)
 	col->type_name = format_type_with_typemod(col->typid, col->typmod);
 	get_type_category_preferred(col->typid, &category, &preferred);
 	col->stg_category = category;
-	/* the same type into an unconstrained typmod cannot fail or lose */
-	col->conv_check = !(att->atttypid == col->typid &&
+	/*
+	 * The same type, or a binary-coercible one (varchar into text), into an
+	 * unconstrained typmod cannot fail or lose.
+	 */
+	col->conv_check = !((att->atttypid == col->typid ||
+						 IsBinaryCoercible(att->atttypid, col->typid)) &&
 						(att->atttypmod == col->typmod || col->typmod < 0));
 	col->stg_eqop_sql = col->conv_check ? round_trip_eqop(att->atttypid, col->typid) : NULL;
 }

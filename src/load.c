@@ -24,6 +24,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -327,8 +328,9 @@ validate_staging(LoadState *st, bool *several)
 /*
  * Run a prepared read-only plan of the load in a subtransaction: true when
  * it succeeded (its result in SPI_tuptable); false when it failed with a
- * data exception (class 22: out of range, too long, invalid value), whose
- * error goes to *err.  Any other error (a cancel, a timeout) goes on.
+ * data exception (class 22: out of range, too long, invalid value) or an
+ * integrity violation (class 23: a domain's constraint), whose error goes
+ * to *err.  Any other error (a cancel, a timeout) goes on.
  */
 static bool
 load_try(LoadState *st, SPIPlanPtr plan, Datum *values, ErrorData **err)
@@ -360,7 +362,8 @@ load_try(LoadState *st, SPIPlanPtr plan, Datum *values, ErrorData **err)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
 			ReThrowError(edata);
 		*err = edata;
 		ok = false;
@@ -568,8 +571,13 @@ classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("change for key %s at %s conflicts with an existing version", scd2_spi_text(0, 1),
 						scd2_spi_text(0, 2)),
-				 errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values.",
-						   cfg->dim_name),
+				 cfg->snapshot
+				 ? errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values. "
+							 "In snapshot mode a key's latest staging row takes effect no earlier than the start of its current version, "
+							 "and a key missing from the extract is deleted no earlier than that start.",
+							 cfg->dim_name)
+				 : errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values.",
+							 cfg->dim_name),
 				 errhint("Existing versions are never rewritten: give the change a different effective time; nothing was loaded.")));
 
 	load_exec(st, scd2_sql_general_changes(cfg, CHG_TABLE, WIN_TABLE), SPI_OK_INSERT,
@@ -634,6 +642,45 @@ load_context(const char *context, const char *line)
 	return buf.data;
 }
 
+/*
+ * Names of the dimension's partial unique indexes (the current-row index:
+ * one current version per key), as a List of C strings.
+ */
+static List *
+current_row_indexes(Oid dim_oid)
+{
+	Relation	rel = table_open(dim_oid, NoLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		if (((Form_pg_index) GETSTRUCT(tup))->indisunique &&
+			!heap_attisnull(tup, Anum_pg_index_indpred, NULL))
+			names = lappend(names, get_rel_name(indexoid));
+		ReleaseSysCache(tup);
+	}
+	return names;
+}
+
+static bool
+name_listed(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (name != NULL && lfirst(lc) != NULL && strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
 /* A BEFORE row trigger skipped rows of the load. */
 static void
 report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char *what)
@@ -660,7 +707,12 @@ write_dimension(LoadState *st, int64 total_changes)
 	const Scd2Config *cfg = st->cfg;
 	char	   *triggers = skipping_triggers(cfg->dim_oid);
 	MemoryContext cxt = CurrentMemoryContext;
-	int64		written = 0;
+	List	   *current_indexes = NIL;	/* names of the current-row indexes */
+	volatile int64 written = 0;
+
+	/* looked up now: after an error the catalogs are not to be read */
+	if (triggers != NULL)
+		current_indexes = current_row_indexes(cfg->dim_oid);
 
 	PG_TRY();
 	{
@@ -681,7 +733,8 @@ write_dimension(LoadState *st, int64 total_changes)
 			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_RAISE_EXCEPTION)
 			PG_RE_THROW();
 		FlushErrorState();
-		if (edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION && triggers != NULL)
+		if (edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION && triggers != NULL &&
+			name_listed(current_indexes, edata->constraint_name))
 		{
 			char	   *detail = pstrdup(edata->detail ? edata->detail : "");
 			size_t		len = strlen(detail);
