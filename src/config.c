@@ -468,7 +468,9 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 					 errhint("Give the effective column the type of the dimension's valid_from column.")));
 		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
 		cfg->eff_name = reg->effective_column;
-		if (srctype != cfg->vf.typid || att->atttypmod != cfg->vf.typmod)
+		/* converted exactly, or checked before the load (load.c) */
+		if (srctype != cfg->vf.typid ||
+			(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
 		{
 			cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
 													 FORMAT_TYPE_TYPEMOD_GIVEN |
