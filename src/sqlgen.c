@@ -17,11 +17,12 @@
  *            MERGE reads it: an update copy carries the target row's
  *            identity (key + valid_from), an insert copy a NULL identity.
  *
- * Columns of the temporary tables that are not user columns start with an
- * underscore; user columns of the dimension are copied by name, and the
+ * Columns of the temporary tables that are not user columns carry the
+ * load's internal prefix (scd2_t, scd2_cls, ...; see "Internal names"
+ * below); user columns of the dimension are copied by name, and the
  * per-column helper values (previous value, last Type 1 value) are named
- * by position (_p1, _l1, ...) so no generated name can collide or exceed
- * NAMEDATALEN.
+ * by position (scd2_p1, scd2_l1, ...) so no generated name can collide or
+ * exceed NAMEDATALEN.
  */
 #include "scd2.h"
 
