@@ -278,9 +278,10 @@ require_dimension_column(TupleDesc desc, const char *name, const char *role,
 }
 
 /*
- * The staging type's equality operator when a value of the dimension's type
- * can be cast back to it, so that a round trip staging -> dimension ->
- * staging shows whether the value was stored unchanged; else NULL.
+ * The equality operator of a comparison type (the staging type) when a value
+ * of the dimension's type can be cast back to it, so that a round trip
+ * staging -> dimension -> staging shows whether the value was stored
+ * unchanged; else NULL.
  */
 static char *
 round_trip_eqop(Oid srctype, Oid dsttype)
@@ -321,7 +322,16 @@ describe_conversion(Scd2Column *col, Form_pg_attribute att)
 	col->conv_check = !((att->atttypid == col->typid ||
 						 IsBinaryCoercible(att->atttypid, col->typid)) &&
 						(att->atttypmod == col->typmod || col->typmod < 0));
-	col->stg_eqop_sql = col->conv_check ? round_trip_eqop(att->atttypid, col->typid) : NULL;
+	/*
+	 * A char(n) column compares as char: its trailing spaces do not count
+	 * ('ab ' from a fixed-width extract fits char(2)).
+	 */
+	if (getBaseType(col->typid) == BPCHAROID)
+		col->cmp_type_sql = "pg_catalog.bpchar";
+	else
+		col->cmp_type_sql = col->stg_type_sql;
+	col->stg_eqop_sql = !col->conv_check ? NULL :
+		round_trip_eqop(getBaseType(col->typid) == BPCHAROID ? BPCHAROID : att->atttypid, col->typid);
 }
 
 /*
@@ -476,6 +486,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 													 FORMAT_TYPE_TYPEMOD_GIVEN |
 													 FORMAT_TYPE_FORCE_QUALIFY);
 			cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
+			cfg->eff_cmp_type_sql = cfg->eff_type_sql;
 			cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
 			cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
 		}

@@ -33,9 +33,12 @@ typedef struct Scd2Column
 	char	   *type_name;		/* type, for messages */
 	bool		conv_check;		/* the conversion can fail or lose data:
 								 * checked before the load */
-	char	   *stg_eqop_sql;	/* staging type's equality, when the value
-								 * can be cast back to it (a round trip
-								 * shows loss); else NULL */
+	char	   *stg_eqop_sql;	/* equality of the comparison type, when the
+								 * value can be cast back to it (a round
+								 * trip shows loss); else NULL */
+	char	   *cmp_type_sql;	/* the comparison type: the staging type,
+								 * or bpchar for a char(n) column (trailing
+								 * spaces do not count) */
 	char		stg_category;	/* typcategory of the dimension type */
 } Scd2Column;
 
@@ -69,6 +72,7 @@ typedef struct Scd2Config
 	char	   *eff_name;		/* the same, unquoted, for messages */
 	char	   *eff_type_sql;	/* its type, when not valid_from's, else NULL */
 	char	   *eff_eqop_sql;	/* its type's equality (round trip check) */
+	char	   *eff_cmp_type_sql;	/* its type again, as the comparison type */
 	char	   *eff_type_name;	/* its type, and valid_from's, for messages */
 	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
@@ -91,8 +95,9 @@ typedef struct Scd2ConvItem
 	const char *dst_type_sql;	/* dimension type */
 	const char *src_type_name;	/* the same two, for messages */
 	const char *dst_type_name;
-	const char *eqop_sql;		/* staging type's =, for the round trip, or
-								 * NULL (only failures are detected) */
+	const char *eqop_sql;		/* comparison type's =, for the round trip,
+								 * or NULL (only failures are detected) */
+	const char *cmp_type_sql;	/* the type both sides are compared in */
 	char		category;		/* typcategory of the dimension type */
 	bool		effective;		/* the effective column */
 } Scd2ConvItem;

@@ -434,6 +434,7 @@ scd2_conv_items(const Scd2Config *cfg, int *n)
 		items[k].src_type_name = cfg->eff_type_name;
 		items[k].dst_type_name = cfg->vf_type_name;
 		items[k].eqop_sql = cfg->eff_eqop_sql;
+		items[k].cmp_type_sql = cfg->eff_cmp_type_sql;
 		items[k].category = 'D';
 		items[k].effective = true;
 		k++;
@@ -449,6 +450,7 @@ scd2_conv_items(const Scd2Config *cfg, int *n)
 				items[k].src_type_name = groups[g][i].stg_type_name;
 				items[k].dst_type_name = groups[g][i].type_name;
 				items[k].eqop_sql = groups[g][i].stg_eqop_sql;
+				items[k].cmp_type_sql = groups[g][i].cmp_type_sql;
 				items[k].category = groups[g][i].stg_category;
 				k++;
 			}
@@ -456,13 +458,16 @@ scd2_conv_items(const Scd2Config *cfg, int *n)
 	return k > 0 ? items : NULL;
 }
 
-/* "s.c IS NOT NULL AND NOT (CAST(CAST(s.c AS dim) AS stg) = s.c)" */
+/*
+ * "s.c IS NOT NULL AND NOT (CAST(CAST(s.c AS dim) AS cmp) = CAST(s.c AS cmp))"
+ * (cmp: the staging type, or bpchar for a char(n) column).
+ */
 static void
 append_lossy(StringInfo buf, const Scd2ConvItem *item)
 {
-	appendStringInfo(buf, "(s.%s IS NOT NULL AND NOT (CAST(CAST(s.%s AS %s) AS %s) %s s.%s))",
-					 item->ident, item->ident, item->dst_type_sql, item->src_type_sql,
-					 item->eqop_sql, item->ident);
+	appendStringInfo(buf, "(s.%s IS NOT NULL AND NOT (CAST(CAST(s.%s AS %s) AS %s) %s CAST(s.%s AS %s)))",
+					 item->ident, item->ident, item->dst_type_sql, item->cmp_type_sql,
+					 item->eqop_sql, item->ident, item->cmp_type_sql);
 }
 
 /* The staging key as JSON, from the staging columns themselves. */
