@@ -232,6 +232,15 @@ UPDATE tgstg SET v = 'c', id = 4 WHERE id = 1;
 SELECT * FROM scd2.merge('tgstg', 'tgdim', '2024-03-01');
 SELECT state('tgdim') = :'before' AS nothing_written;
 
+-- A staging view whose column fails for one row: the error of the user's
+-- own code, in the context of the load, without the generated statement.
+CREATE TABLE raw (id int, n int);
+INSERT INTO raw VALUES (1, 1), (2, 0);
+CREATE VIEW vstg AS SELECT id, (10 / n)::text AS v FROM raw;
+SELECT state('tgdim') AS before \gset
+SELECT * FROM scd2.merge('vstg', 'tgdim', '2024-04-01');
+SELECT state('tgdim') = :'before' AS nothing_written;
+
 -- ---------------------------------------------------------------------
 -- Class 3: a domain's constraint is checked like a type's limits.
 CREATE DOMAIN short_text AS text CHECK (length(VALUE) <= 3);

@@ -89,14 +89,110 @@ typedef struct LoadState
 	double		dim_rows;		/* planner's estimate of the dimension */
 } LoadState;
 
+/*
+ * An error context without the generated statement's line (the dimension's
+ * own code -- a trigger's lines -- stays), and the load's line after it.
+ */
+static char *
+load_context(const char *context, const char *line)
+{
+	StringInfoData buf;
+	const char *p = context;
+
+	initStringInfo(&buf);
+	while (p != NULL && *p)
+	{
+		const char *end = strchr(p, '\n');
+		int			len = end ? (int) (end - p) : (int) strlen(p);
+
+		if (strncmp(p, "SQL statement \"", 15) != 0)
+			appendStringInfo(&buf, "%.*s\n", len, p);
+		p = end ? end + 1 : NULL;
+	}
+	appendStringInfoString(&buf, line);
+	return buf.data;
+}
+
+/*
+ * Names of the dimension's partial unique indexes (the current-row index:
+ * one current version per key), as a List of C strings.
+ */
+static List *
+current_row_indexes(Oid dim_oid)
+{
+	Relation	rel = table_open(dim_oid, NoLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		if (((Form_pg_index) GETSTRUCT(tup))->indisunique &&
+			!heap_attisnull(tup, Anum_pg_index_indpred, NULL))
+			names = lappend(names, get_rel_name(indexoid));
+		ReleaseSysCache(tup);
+	}
+	return names;
+}
+
+static bool
+name_listed(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (name != NULL && lfirst(lc) != NULL && strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * In PG_CATCH of a statement of the load: the error goes on with the load
+ * as its context instead of the generated statement (a constraint, trigger,
+ * default or staging view of the user's fails in the load of a dimension,
+ * not in SQL the user never wrote).  A syntax or internal error -- a bug
+ * of scd2 -- keeps the statement.
+ */
+static void
+load_rethrow(const LoadState *st, const char *what, MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INTERNAL_ERROR ||
+		edata->sqlerrcode == ERRCODE_SYNTAX_ERROR)
+		PG_RE_THROW();
+	FlushErrorState();
+	edata->context = load_context(edata->context,
+								  psprintf("scd2: %s (load of dimension %s from %s)",
+										   what, st->cfg->dim_name, st->cfg->stg_name));
+	ReThrowError(edata);
+}
+
 /* Run a statement of the load: $1 = effective_at, the load's snapshot. */
 static void
 load_exec(LoadState *st, const char *sql, int expected, const char *what)
 {
 	Oid			argtypes[1] = {TIMESTAMPTZOID};
 	Datum		values[1] = {st->effective_at};
+	MemoryContext cxt = CurrentMemoryContext;
 
-	scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+	PG_TRY();
+	{
+		scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+	}
+	PG_CATCH();
+	{
+		load_rethrow(st, what, cxt);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -135,11 +231,20 @@ load_exec_parallel(LoadState *st, const char *sql, const char *what)
 	Datum		values[1] = {st->effective_at};
 	SPIPlanPtr	plan;
 	int			rc;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	plan = SPI_prepare_cursor(sql, 1, argtypes, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, values, NULL, st->snap, InvalidSnapshot, true, false, 0);
+	PG_TRY();
+	{
+		rc = SPI_execute_snapshot(plan, values, NULL, st->snap, InvalidSnapshot, true, false, 0);
+	}
+	PG_CATCH();
+	{
+		load_rethrow(st, what, cxt);
+	}
+	PG_END_TRY();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
 	SPI_freeplan(plan);
@@ -364,7 +469,12 @@ load_try(LoadState *st, SPIPlanPtr plan, Datum *values, ErrorData **err)
 		CurrentResourceOwner = owner;
 		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
 			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
+		{
+			edata->context = load_context(edata->context,
+										  psprintf("scd2: checking staging values (load of dimension %s from %s)",
+												   st->cfg->dim_name, st->cfg->stg_name));
 			ReThrowError(edata);
+		}
 		*err = edata;
 		ok = false;
 	}
@@ -618,69 +728,6 @@ skipping_triggers(Oid dim_oid)
 	return ntrig > 0 ? names.data : NULL;
 }
 
-/*
- * An error context without the generated statement's line (the dimension's
- * own code -- a trigger's lines -- stays), and the load's line after it.
- */
-static char *
-load_context(const char *context, const char *line)
-{
-	StringInfoData buf;
-	const char *p = context;
-
-	initStringInfo(&buf);
-	while (p != NULL && *p)
-	{
-		const char *end = strchr(p, '\n');
-		int			len = end ? (int) (end - p) : (int) strlen(p);
-
-		if (strncmp(p, "SQL statement \"", 15) != 0)
-			appendStringInfo(&buf, "%.*s\n", len, p);
-		p = end ? end + 1 : NULL;
-	}
-	appendStringInfoString(&buf, line);
-	return buf.data;
-}
-
-/*
- * Names of the dimension's partial unique indexes (the current-row index:
- * one current version per key), as a List of C strings.
- */
-static List *
-current_row_indexes(Oid dim_oid)
-{
-	Relation	rel = table_open(dim_oid, NoLock);
-	List	   *indexes = RelationGetIndexList(rel);
-	List	   *names = NIL;
-	ListCell   *lc;
-
-	table_close(rel, NoLock);
-	foreach(lc, indexes)
-	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		if (((Form_pg_index) GETSTRUCT(tup))->indisunique &&
-			!heap_attisnull(tup, Anum_pg_index_indpred, NULL))
-			names = lappend(names, get_rel_name(indexoid));
-		ReleaseSysCache(tup);
-	}
-	return names;
-}
-
-static bool
-name_listed(List *names, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, names)
-		if (name != NULL && lfirst(lc) != NULL && strcmp((char *) lfirst(lc), name) == 0)
-			return true;
-	return false;
-}
-
 /* A BEFORE row trigger skipped rows of the load. */
 static void
 report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char *what)
@@ -694,9 +741,8 @@ report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char 
 }
 
 /*
- * Step 5: the one MERGE.  Its errors do not show the generated statement:
- * a constraint or trigger of the dimension that fails says so, in the
- * context of the dimension's load.  A unique violation of the current-row
+ * Step 5: the one MERGE.  Its errors, like every statement's of the load,
+ * do not show the generated statement (load_exec).  A unique violation of the current-row
  * index when a BEFORE row trigger could have skipped the close of the old
  * current version, and a processed count other than the classified one,
  * name the triggers.
@@ -724,30 +770,20 @@ write_dimension(LoadState *st, int64 total_changes)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		char	   *detail;
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION &&
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
-			edata->sqlerrcode != ERRCODE_TRIGGERED_ACTION_EXCEPTION &&
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_RAISE_EXCEPTION)
-			PG_RE_THROW();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || triggers == NULL ||
+			!name_listed(current_indexes, edata->constraint_name))
+			PG_RE_THROW();		/* with the load's context (load_exec) */
 		FlushErrorState();
-		if (edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION && triggers != NULL &&
-			name_listed(current_indexes, edata->constraint_name))
-		{
-			char	   *detail = pstrdup(edata->detail ? edata->detail : "");
-			size_t		len = strlen(detail);
-
-			if (len > 0 && detail[len - 1] == '.')
-				detail[len - 1] = '\0';
-			report_skipping_trigger(cfg, triggers,
-									psprintf("Unique index \"%s\" refused a new current version (%s): the close of the version it replaces was skipped.",
-											 edata->constraint_name ? edata->constraint_name : "?", detail));
-		}
-		edata->context = load_context(edata->context,
-									  psprintf("writing the changes of the load into dimension %s", cfg->dim_name));
-		ReThrowError(edata);
+		detail = pstrdup(edata->detail ? edata->detail : "");
+		if (strlen(detail) > 0 && detail[strlen(detail) - 1] == '.')
+			detail[strlen(detail) - 1] = '\0';
+		report_skipping_trigger(cfg, triggers,
+								psprintf("Unique index \"%s\" refused a new current version (%s): the close of the version it replaces was skipped.",
+										 edata->constraint_name, detail));
 	}
 	PG_END_TRY();
 
