@@ -54,9 +54,14 @@ SELECT count(*) AS feed_rows FROM scd2.merge('snap', 'sdim', '2024-03-01');
 INSERT INTO snap VALUES (2, 'Rome');
 SELECT action, business_key, valid_from, valid_to FROM scd2.merge('snap', 'sdim', '2024-04-01');
 SELECT id, city, valid_from, valid_to, is_current FROM sdim ORDER BY id, valid_from;
--- An empty extract closes everything.
+-- An empty extract closes everything -- only when allowed explicitly (it is
+-- refused by default: load_safety).
 TRUNCATE snap;
+BEGIN;
+SET LOCAL scd2.allow_empty_snapshot = on;
 SELECT action, count(*) FROM scd2.merge('snap', 'sdim', '2024-05-01') GROUP BY action;
+COMMIT;
+SHOW scd2.allow_empty_snapshot;
 SELECT count(*) FILTER (WHERE is_current) AS current_rows FROM sdim;
 
 DROP SCHEMA del CASCADE;

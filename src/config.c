@@ -241,6 +241,43 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->sortable = OidIsValid(tc->lt_opr);
 }
 
+/* Whether some column of the relation starts with prefix. */
+static bool
+has_column_prefixed(TupleDesc desc, const char *prefix)
+{
+	size_t		len = strlen(prefix);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strncmp(NameStr(att->attname), prefix, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The prefix of the generated SQL's internal column names (sqlgen.c):
+ * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
+ * staging table starts with that prefix and "_" -- so an internal name
+ * never equals a user column's, whatever the user named them.
+ */
+static char *
+choose_internal_prefix(TupleDesc dim, TupleDesc stg)
+{
+	char	   *px = "scd2";
+
+	for (int n = 2;; n++)
+	{
+		char	   *probe = psprintf("%s_", px);
+
+		if (!has_column_prefixed(dim, probe) && !has_column_prefixed(stg, probe))
+			return px;
+		px = psprintf("scd2_%d", n);
+	}
+}
+
 /* A column registered for the dimension must still be in it. */
 static Form_pg_attribute
 require_dimension_column(TupleDesc desc, const char *name, const char *role,
@@ -255,6 +292,63 @@ require_dimension_column(TupleDesc desc, const char *name, const char *role,
 				 errdetail("Column \"%s\" is registered as %s.", name, role),
 				 errhint("Register the dimension again with scd2.register() after changing its columns.")));
 	return att;
+}
+
+/*
+ * The equality operator of a comparison type (the staging type) when a value
+ * of the dimension's type can be cast back to it, so that a round trip
+ * staging -> dimension -> staging shows whether the value was stored
+ * unchanged; else NULL.
+ */
+static char *
+round_trip_eqop(Oid srctype, Oid dsttype)
+{
+	TypeCacheEntry *tc = lookup_type_cache(srctype, TYPECACHE_EQ_OPR);
+
+	if (!OidIsValid(tc->eq_opr) ||
+		!can_coerce_type(1, &dsttype, &srctype, COERCION_EXPLICIT))
+		return NULL;
+	return operator_sql(tc->eq_opr);
+}
+
+/*
+ * What converting a staging column to the dimension column's type can do.
+ * The load stores CAST(staging AS dimension type): a value of another type
+ * or typmod can fail to convert (out of range) or convert with loss
+ * (varchar(n)/char(n) cut, numeric(p,s) or an integer type rounded), which
+ * the load refuses before it writes (load.c).  A collation alone changes no
+ * value.
+ */
+static void
+describe_conversion(Scd2Column *col, Form_pg_attribute att)
+{
+	char		category;
+	bool		preferred;
+
+	col->stg_type_sql = format_type_extended(att->atttypid, att->atttypmod,
+											 FORMAT_TYPE_TYPEMOD_GIVEN |
+											 FORMAT_TYPE_FORCE_QUALIFY);
+	col->stg_type_name = format_type_with_typemod(att->atttypid, att->atttypmod);
+	col->type_name = format_type_with_typemod(col->typid, col->typmod);
+	get_type_category_preferred(col->typid, &category, &preferred);
+	col->stg_category = category;
+	/*
+	 * The same type, or a binary-coercible one (varchar into text), into an
+	 * unconstrained typmod cannot fail or lose.
+	 */
+	col->conv_check = !((att->atttypid == col->typid ||
+						 IsBinaryCoercible(att->atttypid, col->typid)) &&
+						(att->atttypmod == col->typmod || col->typmod < 0));
+	/*
+	 * A char(n) column compares as char: its trailing spaces do not count
+	 * ('ab ' from a fixed-width extract fits char(2)).
+	 */
+	if (getBaseType(col->typid) == BPCHAROID)
+		col->cmp_type_sql = "pg_catalog.bpchar";
+	else
+		col->cmp_type_sql = col->stg_type_sql;
+	col->stg_eqop_sql = !col->conv_check ? NULL :
+		round_trip_eqop(getBaseType(col->typid) == BPCHAROID ? BPCHAROID : att->atttypid, col->typid);
 }
 
 /*
@@ -287,6 +381,7 @@ require_staging_column(TupleDesc stg, Scd2Column *col, const char *role,
 						 format_type_be(col->typid))));
 	col->stg_exact = srctype == col->typid && att->atttypmod == col->typmod &&
 		att->attcollation == col->collid;
+	describe_conversion(col, att);
 }
 
 static Scd2Column *
@@ -428,6 +523,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	stgrel = table_open(stg_oid, AccessShareLock);
 	dim = RelationGetDescr(dimrel);
 	stg = RelationGetDescr(stgrel);
+	cfg->px = choose_internal_prefix(dim, stg);
 
 	/* Bookkeeping columns. */
 	describe_column(&cfg->vf, require_dimension_column(dim, reg->valid_from, "valid_from_column", cfg->dim_name));
@@ -486,6 +582,18 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 					 errhint("Give the effective column the type of the dimension's valid_from column.")));
 		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
 		cfg->eff_name = reg->effective_column;
+		/* converted exactly, or checked before the load (load.c) */
+		if (srctype != cfg->vf.typid ||
+			(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
+		{
+			cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
+													 FORMAT_TYPE_TYPEMOD_GIVEN |
+													 FORMAT_TYPE_FORCE_QUALIFY);
+			cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
+			cfg->eff_cmp_type_sql = cfg->eff_type_sql;
+			cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
+			cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
+		}
 	}
 	if (reg->delete_column)
 	{

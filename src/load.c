@@ -24,11 +24,17 @@
 #include "scd2.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -38,6 +44,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -64,6 +71,27 @@ typedef struct OwnerContext
 	int			nest;
 } OwnerContext;
 
+/*
+ * scd2.allow_empty_snapshot: a snapshot-mode load from an empty staging
+ * table would close every current version; it is refused unless this is on
+ * (SET LOCAL for the one load that means it).
+ */
+static bool allow_empty_snapshot = false;
+
+void
+scd2_load_init_gucs(void)
+{
+	DefineCustomBoolVariable("scd2.allow_empty_snapshot",
+							 "Allows a snapshot-mode load from an empty staging table.",
+							 "Such a load closes every current version of the dimension; "
+							 "an empty extract is more often an upstream failure, so it is refused unless this is on.",
+							 &allow_empty_snapshot,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
 /* State of one load while it runs. */
 typedef struct LoadState
 {
@@ -74,14 +102,110 @@ typedef struct LoadState
 	double		dim_rows;		/* planner's estimate of the dimension */
 } LoadState;
 
+/*
+ * An error context without the generated statement's line (the dimension's
+ * own code -- a trigger's lines -- stays), and the load's line after it.
+ */
+static char *
+load_context(const char *context, const char *line)
+{
+	StringInfoData buf;
+	const char *p = context;
+
+	initStringInfo(&buf);
+	while (p != NULL && *p)
+	{
+		const char *end = strchr(p, '\n');
+		int			len = end ? (int) (end - p) : (int) strlen(p);
+
+		if (strncmp(p, "SQL statement \"", 15) != 0)
+			appendStringInfo(&buf, "%.*s\n", len, p);
+		p = end ? end + 1 : NULL;
+	}
+	appendStringInfoString(&buf, line);
+	return buf.data;
+}
+
+/*
+ * Names of the dimension's partial unique indexes (the current-row index:
+ * one current version per key), as a List of C strings.
+ */
+static List *
+current_row_indexes(Oid dim_oid)
+{
+	Relation	rel = table_open(dim_oid, NoLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		if (((Form_pg_index) GETSTRUCT(tup))->indisunique &&
+			!heap_attisnull(tup, Anum_pg_index_indpred, NULL))
+			names = lappend(names, get_rel_name(indexoid));
+		ReleaseSysCache(tup);
+	}
+	return names;
+}
+
+static bool
+name_listed(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (name != NULL && lfirst(lc) != NULL && strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * In PG_CATCH of a statement of the load: the error goes on with the load
+ * as its context instead of the generated statement (a constraint, trigger,
+ * default or staging view of the user's fails in the load of a dimension,
+ * not in SQL the user never wrote).  A syntax or internal error -- a bug
+ * of scd2 -- keeps the statement.
+ */
+static void
+load_rethrow(const LoadState *st, const char *what, MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INTERNAL_ERROR ||
+		edata->sqlerrcode == ERRCODE_SYNTAX_ERROR)
+		PG_RE_THROW();
+	FlushErrorState();
+	edata->context = load_context(edata->context,
+								  psprintf("scd2: %s (load of dimension %s from %s)",
+										   what, st->cfg->dim_name, st->cfg->stg_name));
+	ReThrowError(edata);
+}
+
 /* Run a statement of the load: $1 = effective_at, the load's snapshot. */
 static void
 load_exec(LoadState *st, const char *sql, int expected, const char *what)
 {
 	Oid			argtypes[1] = {TIMESTAMPTZOID};
 	Datum		values[1] = {st->effective_at};
+	MemoryContext cxt = CurrentMemoryContext;
 
-	scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+	PG_TRY();
+	{
+		scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+	}
+	PG_CATCH();
+	{
+		load_rethrow(st, what, cxt);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -120,11 +244,20 @@ load_exec_parallel(LoadState *st, const char *sql, const char *what)
 	Datum		values[1] = {st->effective_at};
 	SPIPlanPtr	plan;
 	int			rc;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	plan = SPI_prepare_cursor(sql, 1, argtypes, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, values, NULL, st->snap, InvalidSnapshot, true, false, 0);
+	PG_TRY();
+	{
+		rc = SPI_execute_snapshot(plan, values, NULL, st->snap, InvalidSnapshot, true, false, 0);
+	}
+	PG_CATCH();
+	{
+		load_rethrow(st, what, cxt);
+	}
+	PG_END_TRY();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
 	SPI_freeplan(plan);
@@ -378,6 +511,7 @@ validate_staging(LoadState *st, bool *several)
 	int64		rows;
 	int64		null_keys;
 	int64		null_eff;
+	int64		non_finite;
 	char	   *row;
 	char	   *column;
 
@@ -386,8 +520,24 @@ validate_staging(LoadState *st, bool *several)
 	null_keys = scd2_spi_int8(0, 2);
 	null_eff = scd2_spi_int8(0, 3);
 	*several = scd2_spi_int8(0, 4) > 0;
+	non_finite = scd2_spi_int8(0, 5);
 	if (null_keys == 0 && null_eff == 0)
+	{
+		if (non_finite > 0)
+		{
+			load_exec(st, scd2_sql_nonfinite_row(cfg), SPI_OK_SELECT, "finding a non-finite effective time");
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("effective time of key %s is not finite",
+							SPI_processed > 0 ? scd2_spi_text(0, 1) : "?"),
+					 errdetail("Column \"%s\" of staging table %s holds %s: a version of dimension %s must start and end at finite instants.",
+							   cfg->eff_name, cfg->stg_name,
+							   SPI_processed > 0 ? scd2_spi_text(0, 2) : "infinity", cfg->dim_name),
+					 errhint("Fix the effective time of the %lld row(s) concerned (an open end is NULL, not infinity); nothing was loaded.",
+							 (long long) non_finite)));
+		}
 		return rows;
+	}
 
 	load_exec(st, scd2_sql_bad_row(cfg), SPI_OK_SELECT, "finding a bad staging row");
 	row = SPI_processed > 0 ? scd2_spi_text(0, 1) : "?";
@@ -406,6 +556,218 @@ validate_staging(LoadState *st, bool *several)
 			 errhint("Fill in the effective time of the %lld row(s) concerned; nothing was loaded.",
 					 (long long) null_eff)));
 	return rows;				/* not reached */
+}
+
+/*
+ * Run a prepared read-only plan of the load in a subtransaction: true when
+ * it succeeded (its result in SPI_tuptable); false when it failed with a
+ * data exception (class 22: out of range, too long, invalid value) or an
+ * integrity violation (class 23: a domain's constraint), whose error goes
+ * to *err.  Any other error (a cancel, a timeout) goes on.
+ */
+static bool
+load_try(LoadState *st, SPIPlanPtr plan, Datum *values, ErrorData **err)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		int			rc = SPI_execute_snapshot(plan, values, NULL, st->snap, InvalidSnapshot,
+											  true, false, 0);
+
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "scd2: checking staging values failed: %s", SPI_result_code_string(rc));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
+		{
+			edata->context = load_context(edata->context,
+										  psprintf("scd2: checking staging values (load of dimension %s from %s)",
+												   st->cfg->dim_name, st->cfg->stg_name));
+			ReThrowError(edata);
+		}
+		*err = edata;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+static SPIPlanPtr
+load_prepare(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "scd2: preparing a check of staging values failed: %s",
+			 SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+/* A staging value for a message: quoted, and at most 100 characters. */
+static char *
+shown_value(const char *v)
+{
+	int			len = pg_mbstrlen(v);
+
+	if (len <= 100)
+		return quote_literal_cstr(v);
+	return psprintf("%s... (%d characters)",
+					quote_literal_cstr(pnstrdup(v, pg_mbcharcliplen(v, strlen(v), 100))), len);
+}
+
+/* The error for a staging value the dimension cannot store as it is. */
+static void
+report_misfit(const Scd2Config *cfg, const Scd2ConvItem *item, const char *key,
+			  const char *value, const char *stored, ErrorData *failure)
+{
+	int			code;
+
+	if (failure)
+		code = failure->sqlerrcode;
+	else if (item->effective || item->category == TYPCATEGORY_DATETIME)
+		code = ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
+	else if (item->category == TYPCATEGORY_STRING || item->category == TYPCATEGORY_BITSTRING)
+		code = ERRCODE_STRING_DATA_RIGHT_TRUNCATION;
+	else if (item->category == TYPCATEGORY_NUMERIC)
+		code = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+	else
+		code = ERRCODE_DATA_EXCEPTION;
+
+	if (item->effective)
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("effective time of key %s does not convert exactly to %s", key, item->dst_type_name),
+				 failure
+				 ? errdetail("Column \"%s\" of staging table %s holds %s, which the validity columns of dimension %s cannot hold: %s.",
+							 item->name, cfg->stg_name, shown_value(value), cfg->dim_name, failure->message)
+				 : errdetail("Column \"%s\" of staging table %s holds %s, which the validity columns of dimension %s would hold as %s.",
+							 item->name, cfg->stg_name, shown_value(value), cfg->dim_name, shown_value(stored)),
+				 errhint("Effective times are never rounded: give the staging column the type of the validity columns (%s), or values they hold exactly; nothing was loaded.",
+						 item->dst_type_name)));
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg("value of column \"%s\" for key %s does not fit dimension %s", item->name, key, cfg->dim_name),
+			 failure
+			 ? errdetail("Staging value %s (type %s) cannot be stored as %s: %s.",
+						 shown_value(value), item->src_type_name, item->dst_type_name, failure->message)
+			 : errdetail("Staging value %s (type %s) would be stored as %s (type %s).",
+						 shown_value(value), item->src_type_name, shown_value(stored), item->dst_type_name),
+			 errhint("Values are never cut or rounded: widen column \"%s\" of the dimension, or correct the staging value; nothing was loaded.",
+					 item->name)));
+}
+
+/*
+ * Find the staging row whose value of one column fails to convert (the
+ * whole-column conversion failed): walk the rows, converting each value in
+ * a subtransaction of its own.  This runs only when a load is refused.
+ */
+static void
+find_failing_value(LoadState *st, const Scd2ConvItem *item)
+{
+	const Scd2Config *cfg = st->cfg;
+	Oid			argtypes[1] = {TEXTOID};
+	SPIPlanPtr	one = load_prepare(scd2_sql_conv_one(item), 1, argtypes);
+	SPIPlanPtr	rows = load_prepare(scd2_sql_conv_rows(cfg, item), 0, NULL);
+	Portal		portal;
+
+	PushActiveSnapshot(st->snap);
+	portal = SPI_cursor_open(NULL, rows, NULL, NULL, true);
+	PopActiveSnapshot();
+	for (;;)
+	{
+		uint64		n;
+		char	  **keys;
+		char	  **vals;
+
+		SPI_cursor_fetch(portal, true, 1000);
+		n = SPI_processed;
+		if (n == 0)
+			break;
+		keys = palloc(sizeof(char *) * n);
+		vals = palloc(sizeof(char *) * n);
+		for (uint64 i = 0; i < n; i++)
+		{
+			keys[i] = scd2_spi_text(i, 1);
+			vals[i] = scd2_spi_text(i, 2);
+		}
+		for (uint64 i = 0; i < n; i++)
+		{
+			Datum		values[1] = {CStringGetTextDatum(vals[i])};
+			ErrorData  *err = NULL;
+
+			CHECK_FOR_INTERRUPTS();
+			if (!load_try(st, one, values, &err))
+				report_misfit(cfg, item, keys[i], vals[i], NULL, err);
+		}
+	}
+	SPI_cursor_close(portal);
+}
+
+/*
+ * Before anything else reads the staging table: every value whose type or
+ * typmod differs from the dimension column's must convert, and convert
+ * exactly -- what the dimension would store must equal the staging value
+ * (cast back to its type).  So varchar(n)/char(n) are never cut, numeric
+ * and integer values never rounded, an effective time never moved; a
+ * value out of range is an error naming the column and the key, not the
+ * bare "integer out of range" of a generated statement.  Staging columns
+ * of the dimension's exact types are not scanned.
+ */
+static void
+check_conversions(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+	int			n;
+	Scd2ConvItem *items = scd2_conv_items(cfg, &n);
+	ErrorData  *err = NULL;
+
+	if (items == NULL)
+		return;
+	if (load_try(st, load_prepare(scd2_sql_conv_check(cfg, items, n), 0, NULL), NULL, &err))
+	{
+		int64	   *lossy = palloc(sizeof(int64) * n);
+
+		for (int i = 0; i < n; i++)
+			lossy[i] = scd2_spi_int8(0, i + 1);
+		for (int i = 0; i < n; i++)
+			if (lossy[i] > 0)
+			{
+				load_exec(st, scd2_sql_conv_lossy_row(cfg, &items[i]), SPI_OK_SELECT,
+						  "finding a staging value that does not fit");
+				if (SPI_processed > 0)
+					report_misfit(cfg, &items[i], scd2_spi_text(0, 1), scd2_spi_text(0, 2),
+								  scd2_spi_text(0, 3), NULL);
+			}
+		return;
+	}
+
+	/* Some value failed to convert: which column, which row. */
+	for (int i = 0; i < n; i++)
+	{
+		ErrorData  *colerr = NULL;
+
+		if (!load_try(st, load_prepare(scd2_sql_conv_force(cfg, &items[i]), 0, NULL), NULL, &colerr))
+			find_failing_value(st, &items[i]);
+	}
+	ReThrowError(err);			/* not found again: the error as it was */
 }
 
 /* Number of rows in a work table. */
@@ -453,8 +815,13 @@ classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("change for key %s at %s conflicts with an existing version", scd2_spi_text(0, 1),
 						scd2_spi_text(0, 2)),
-				 errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values.",
-						   cfg->dim_name),
+				 cfg->snapshot
+				 ? errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values. "
+							 "In snapshot mode a key's latest staging row takes effect no earlier than the start of its current version, "
+							 "and a key missing from the extract is deleted no earlier than that start.",
+							 cfg->dim_name)
+				 : errdetail("Dimension %s already has a version of this key starting at that instant, with different tracked values.",
+							 cfg->dim_name),
 				 errhint("Existing versions are never rewritten: give the change a different effective time; nothing was loaded.")));
 
 	load_exec(st, scd2_sql_general_changes(cfg, CHG_TABLE, WIN_TABLE), SPI_OK_INSERT,
@@ -465,6 +832,107 @@ classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 	*kept = scd2_spi_int8(0, 2);
 	*y_applied = scd2_spi_int8(0, 3);
 	*complex_rows = scd2_spi_int8(0, 4);
+}
+
+/*
+ * The enabled BEFORE INSERT/UPDATE row triggers of the dimension, quoted
+ * and comma-separated, or NULL: a trigger that returns NULL silently skips
+ * the row the load writes.
+ */
+static char *
+skipping_triggers(Oid dim_oid)
+{
+	Relation	rel = table_open(dim_oid, NoLock);
+	TriggerDesc *td = rel->trigdesc;
+	StringInfoData names;
+	int			ntrig = 0;
+
+	initStringInfo(&names);
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger    *tg = &td->triggers[i];
+
+		if (tg->tgenabled == TRIGGER_DISABLED || !TRIGGER_FOR_ROW(tg->tgtype) ||
+			!TRIGGER_FOR_BEFORE(tg->tgtype) ||
+			!(TRIGGER_FOR_UPDATE(tg->tgtype) || TRIGGER_FOR_INSERT(tg->tgtype)))
+			continue;
+		appendStringInfo(&names, "%s%s", ntrig++ ? ", " : "", quote_identifier(tg->tgname));
+	}
+	table_close(rel, NoLock);
+	return ntrig > 0 ? names.data : NULL;
+}
+
+/* A BEFORE row trigger skipped rows of the load. */
+static void
+report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+			 errmsg("a trigger on dimension %s skipped rows the load writes", cfg->dim_name),
+			 errdetail("%s A BEFORE UPDATE or INSERT row trigger that returns NULL skips the row it fires for; the dimension has %s. Everything was rolled back.",
+					   what, triggers),
+			 errhint("Make the trigger return NEW for the load's updates and inserts (or disable it during loads), then retry the load.")));
+}
+
+/*
+ * Step 5: the one MERGE.  Its errors, like every statement's of the load,
+ * do not show the generated statement (load_exec).  A unique violation of the current-row
+ * index when a BEFORE row trigger could have skipped the close of the old
+ * current version, and a processed count other than the classified one,
+ * name the triggers.
+ */
+static void
+write_dimension(LoadState *st, int64 total_changes)
+{
+	const Scd2Config *cfg = st->cfg;
+	char	   *triggers = skipping_triggers(cfg->dim_oid);
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *current_indexes = NIL;	/* names of the current-row indexes */
+	volatile int64 written = 0;
+
+	/* looked up now: after an error the catalogs are not to be read */
+	if (triggers != NULL)
+		current_indexes = current_row_indexes(cfg->dim_oid);
+
+	PG_TRY();
+	{
+		/* always nested loops: they keep the source's close-first order */
+		load_exec_probing(st, -1, scd2_sql_merge(cfg, CHG_TABLE),
+						  SPI_OK_MERGE, "writing the dimension");
+		written = (int64) SPI_processed;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		char	   *detail;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || triggers == NULL ||
+			!name_listed(current_indexes, edata->constraint_name))
+			PG_RE_THROW();		/* with the load's context (load_exec) */
+		FlushErrorState();
+		detail = pstrdup(edata->detail ? edata->detail : "");
+		if (strlen(detail) > 0 && detail[strlen(detail) - 1] == '.')
+			detail[strlen(detail) - 1] = '\0';
+		report_skipping_trigger(cfg, triggers,
+								psprintf("Unique index \"%s\" refused a new current version (%s): the close of the version it replaces was skipped.",
+										 edata->constraint_name, detail));
+	}
+	PG_END_TRY();
+
+	if (written == total_changes)
+		return;
+	if (triggers != NULL)
+		report_skipping_trigger(cfg, triggers,
+								psprintf("The load classified %lld row(s) to write but wrote %lld.",
+										 (long long) total_changes, (long long) written));
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("load of %s wrote %lld rows but classified %lld",
+					cfg->dim_name, (long long) written, (long long) total_changes),
+			 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
+			 errhint("Check for triggers or rules on the dimension (or its partitions), then retry the load.")));
 }
 
 /* Step 6: copy the change feed into the caller's tuplestore. */
@@ -522,6 +990,13 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	int64		complex_rows = 0;
 
 	memset(m, 0, sizeof(*m));
+	if (TIMESTAMP_NOT_FINITE(req->effective_at))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("effective_at must be a finite instant"),
+				 errdetail("effective_at is %s; it is the effective time of every staging row without an effective column, and of every snapshot deletion, and a version must start and end at finite instants.",
+						   timestamptz_to_str(req->effective_at)),
+				 errhint("Pass the instant the changes take effect, or leave effective_at out to load at now(); nothing was loaded.")));
 	check_relkind(req->dim_oid, true);
 	check_relkind(req->stg_oid, false);
 	/* the caller may do what the load does */
@@ -558,7 +1033,16 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	owner_context_restrict(&oc);
 
 	/* 3. */
+	check_conversions(&st);
 	m->source_rows = validate_staging(&st, &several);
+
+	if (cfg->snapshot && m->source_rows == 0 && !allow_empty_snapshot)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snapshot load of dimension %s from an empty staging table refused", cfg->dim_name),
+				 errdetail("Staging table %s has no rows; in snapshot mode that means every key was deleted, and the load would close every current version.",
+						   cfg->stg_name),
+				 errhint("An empty extract is usually an upstream failure. If it really is empty, allow this load with SET LOCAL scd2.allow_empty_snapshot = on; nothing was loaded.")));
 
 	/* 4. Classify. */
 	if (several)
@@ -579,7 +1063,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		classify_complex_keys(&st, &distinct, &kept, &y_applied, &complex_rows);
 
 	/* 5. Count, write, verify. */
-	load_exec(&st, scd2_sql_change_counts(CHG_TABLE), SPI_OK_SELECT, "counting changes");
+	load_exec(&st, scd2_sql_change_counts(cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
 	m->inserted = scd2_spi_int8(0, 1);
 	m->new_versions = scd2_spi_int8(0, 2);
 	m->closed = scd2_spi_int8(0, 3);
@@ -593,16 +1077,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 	if (!req->dry_run && total_changes > 0)
 	{
-		/* always nested loops: they keep the source's close-first order */
-		load_exec_probing(&st, -1, scd2_sql_merge(cfg, CHG_TABLE),
-						  SPI_OK_MERGE, "writing the dimension");
-		if ((int64) SPI_processed != total_changes)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("load of %s wrote %lld rows but classified %lld",
-							cfg->dim_name, (long long) SPI_processed, (long long) total_changes),
-					 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
-					 errhint("Check for triggers or rules on the dimension, then retry the load.")));
+		write_dimension(&st, total_changes);
 	}
 
 	/* 6. */

@@ -27,6 +27,19 @@ typedef struct Scd2Column
 	bool		sortable;		/* has a default btree opclass */
 	bool		stg_exact;		/* staging column has this type, typmod and
 								 * collation: read without a CAST */
+	/* How the staging value converts (config.c, for the load's checks). */
+	char	   *stg_type_sql;	/* staging column's type with typmod */
+	char	   *stg_type_name;	/* the same, and the dimension column's */
+	char	   *type_name;		/* type, for messages */
+	bool		conv_check;		/* the conversion can fail or lose data:
+								 * checked before the load */
+	char	   *stg_eqop_sql;	/* equality of the comparison type, when the
+								 * value can be cast back to it (a round
+								 * trip shows loss); else NULL */
+	char	   *cmp_type_sql;	/* the comparison type: the staging type,
+								 * or bpchar for a char(n) column (trailing
+								 * spaces do not count) */
+	char		stg_category;	/* typcategory of the dimension type */
 } Scd2Column;
 
 /* A registered dimension resolved for one load. */
@@ -57,8 +70,37 @@ typedef struct Scd2Config
 
 	char	   *eff_col;		/* quoted staging column, or NULL */
 	char	   *eff_name;		/* the same, unquoted, for messages */
+	char	   *eff_type_sql;	/* its type, when not valid_from's, else NULL */
+	char	   *eff_eqop_sql;	/* its type's equality (round trip check) */
+	char	   *eff_cmp_type_sql;	/* its type again, as the comparison type */
+	char	   *eff_type_name;	/* its type, and valid_from's, for messages */
+	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
+
+	char	   *px;				/* prefix of every internal column name of
+								 * the generated SQL: no column of the
+								 * dimension or the staging table starts
+								 * with px followed by "_" (config.c) */
 } Scd2Config;
+
+/*
+ * One staging column whose conversion to the dimension's type is checked
+ * before a load (a value that does not fit is an error, never cut).
+ */
+typedef struct Scd2ConvItem
+{
+	const char *name;			/* staging column, unquoted */
+	const char *ident;			/* the same, quoted */
+	const char *src_type_sql;	/* staging type */
+	const char *dst_type_sql;	/* dimension type */
+	const char *src_type_name;	/* the same two, for messages */
+	const char *dst_type_name;
+	const char *eqop_sql;		/* comparison type's =, for the round trip,
+								 * or NULL (only failures are detected) */
+	const char *cmp_type_sql;	/* the type both sides are compared in */
+	char		category;		/* typcategory of the dimension type */
+	bool		effective;		/* the effective column */
+} Scd2ConvItem;
 
 /* Exact metrics of one load. */
 typedef struct Scd2Metrics
@@ -107,6 +149,13 @@ extern char *scd2_sql_create_keys(const Scd2Config *cfg, const char *keys);
 extern char *scd2_sql_create_points(const Scd2Config *cfg, const char *pts);
 extern char *scd2_sql_validate(const Scd2Config *cfg);
 extern char *scd2_sql_bad_row(const Scd2Config *cfg);
+extern char *scd2_sql_nonfinite_row(const Scd2Config *cfg);
+extern Scd2ConvItem *scd2_conv_items(const Scd2Config *cfg, int *n);
+extern char *scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n);
+extern char *scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item);
+extern char *scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item);
+extern char *scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item);
+extern char *scd2_sql_conv_one(const Scd2ConvItem *item);
 extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
 extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 								bool exclude_keys);
@@ -119,12 +168,13 @@ extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char 
 extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
 extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
 extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
-extern char *scd2_sql_change_counts(const char *chg);
+extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 
 /* load.c */
+extern void scd2_load_init_gucs(void);
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
 

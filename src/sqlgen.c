@@ -17,15 +17,52 @@
  *            MERGE reads it: an update copy carries the target row's
  *            identity (key + valid_from), an insert copy a NULL identity.
  *
- * Columns of the temporary tables that are not user columns start with an
- * underscore; user columns of the dimension are copied by name, and the
+ * Columns of the temporary tables that are not user columns carry the
+ * load's internal prefix (scd2_t, scd2_cls, ...; see "Internal names"
+ * below); user columns of the dimension are copied by name, and the
  * per-column helper values (previous value, last Type 1 value) are named
- * by position (_p1, _l1, ...) so no generated name can collide or exceed
- * NAMEDATALEN.
+ * by position (scd2_p1, scd2_l1, ...) so no generated name can collide or
+ * exceed NAMEDATALEN.
  */
 #include "scd2.h"
 
 #include "utils/builtins.h"
+
+/* ---------- internal names ---------- */
+
+/*
+ * Internal names.  Every column the generated SQL adds to a relation of its
+ * own (the work tables, the normalised staging, the CTEs and subqueries)
+ * is written in the templates below as "`_name" and expands to the load's
+ * prefix followed by "_name" (cfg->px, "scd2" unless a user column starts
+ * with "scd2_"; config.c picks one no column of the dimension or the
+ * staging table starts with).  User columns keep their own names there, so
+ * no legal column name can be ambiguous or duplicated.  Table aliases and
+ * CTE names (s, s0, d, d2, h, c, c1, cls, v, x, m, mx, cs, km, rel, r, o,
+ * k, e, kp, g, p, t, w) are only ever used as qualifiers, never as bare
+ * names (a whole-row reference is written s.*), so a column of the same
+ * name never takes their place; window names (w, l, wk) live in their own
+ * namespace.  sql-tests/load_names.sql loads a dimension with a column
+ * named after each of them and after each internal column's short name.
+ */
+static char *
+expand_names(const Scd2Config *cfg, const char *tmpl)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const char *c = tmpl; *c; c++)
+		if (*c == '`')
+			appendStringInfoString(&buf, cfg->px);
+		else
+			appendStringInfoChar(&buf, *c);
+	return buf.data;
+}
+
+static char *staging_key_json(const Scd2Config *cfg);
+
+/* A template with internal names, expanded for this load's cfg. */
+#define X(tmpl) expand_names(cfg, tmpl)
 
 /* ---------- small builders ---------- */
 
@@ -85,7 +122,7 @@ append_eq(StringInfo buf, const Scd2Column *col, const char *a, const char *b)
 
 /* AND of NULL-safe equalities a.c_i = b._<tag>i (positional partner). */
 static void
-append_eq_positional(StringInfo buf, const Scd2Column *cols, int n,
+append_eq_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Column *cols, int n,
 					 const char *aprefix, const char *bprefix, const char *tag)
 {
 	if (n == 0)
@@ -95,7 +132,7 @@ append_eq_positional(StringInfo buf, const Scd2Column *cols, int n,
 		if (i)
 			appendStringInfoString(buf, " AND ");
 		append_eq(buf, &cols[i], psprintf("%s%s", aprefix, cols[i].ident),
-				  psprintf("%s_%s%d", bprefix, tag, i + 1));
+				  psprintf("%s%s_%s%d", bprefix, cfg->px, tag, i + 1));
 	}
 }
 
@@ -159,13 +196,13 @@ append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
 								 groups[g][i].ident, groups[g][i].type_sql,
 								 groups[g][i].collate_sql, groups[g][i].ident);
 	if (cfg->eff_col)
-		appendStringInfo(buf, "CAST(s.%s AS %s) AS _t, ", cfg->eff_col, cfg->vf.type_sql);
+		appendStringInfo(buf, X("CAST(s.%s AS %s) AS `_t, "), cfg->eff_col, cfg->vf.type_sql);
 	else
-		appendStringInfo(buf, "CAST($1 AS %s) AS _t, ", cfg->vf.type_sql);
+		appendStringInfo(buf, X("CAST($1 AS %s) AS `_t, "), cfg->vf.type_sql);
 	if (cfg->del_col)
-		appendStringInfo(buf, "NOT COALESCE(s.%s, false) AS _present", cfg->del_col);
+		appendStringInfo(buf, X("NOT COALESCE(s.%s, false) AS `_present"), cfg->del_col);
 	else
-		appendStringInfoString(buf, "true AS _present");
+		appendStringInfoString(buf, X("true AS `_present"));
 	appendStringInfo(buf, " FROM %s s)", cfg->stg_sql);
 }
 
@@ -187,7 +224,7 @@ append_changes_insert(StringInfo buf, const Scd2Config *cfg, const char *chg,
 					  bool payload)
 {
 	appendStringInfo(buf,
-					 "INSERT INTO %s (_action, _origin, _counts, _tvf, _sk, _vf, _vt, _cur, _set_y",
+					 X("INSERT INTO %s (`_action, `_origin, `_counts, `_tvf, `_sk, `_vf, `_vt, `_cur, `_set_y"),
 					 chg);
 	append_more_cols(buf, cfg->keys, cfg->nkeys, NULL);
 	if (payload)
@@ -229,7 +266,7 @@ scd2_sql_create_keys(const Scd2Config *cfg, const char *keys)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE TEMP TABLE %s (_n pg_catalog.int8, _snap pg_catalog.bool", keys);
+	appendStringInfo(&buf, X("CREATE TEMP TABLE %s (`_n pg_catalog.int8, `_snap pg_catalog.bool"), keys);
 	append_col_defs(&buf, cfg->keys, cfg->nkeys);
 	appendStringInfoString(&buf, ") ON COMMIT DROP");
 	return buf.data;
@@ -242,9 +279,9 @@ scd2_sql_create_changes(const Scd2Config *cfg, const char *chg)
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf,
-					 "CREATE TEMP TABLE %s (_action pg_catalog.text, _origin pg_catalog.\"char\","
-					 " _counts pg_catalog.bool, _tvf %s, _sk pg_catalog.int8, _vf %s, _vt %s,"
-					 " _cur pg_catalog.bool, _set_y pg_catalog.bool",
+					 X("CREATE TEMP TABLE %s (`_action pg_catalog.text, `_origin pg_catalog.\"char\","
+					 " `_counts pg_catalog.bool, `_tvf %s, `_sk pg_catalog.int8, `_vf %s, `_vt %s,"
+					 " `_cur pg_catalog.bool, `_set_y pg_catalog.bool"),
 					 chg, cfg->vf.type_sql, cfg->vf.type_sql, cfg->vt.type_sql);
 	append_col_defs(&buf, cfg->keys, cfg->nkeys);
 	append_col_defs(&buf, cfg->tracked, cfg->ntracked);
@@ -261,8 +298,8 @@ scd2_sql_create_points(const Scd2Config *cfg, const char *pts)
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf,
-					 "CREATE TEMP TABLE %s (_t %s, _prio pg_catalog.int4, _present pg_catalog.bool,"
-					 " _ovt %s, _sk pg_catalog.int8, _stg pg_catalog.bool",
+					 X("CREATE TEMP TABLE %s (`_t %s, `_prio pg_catalog.int4, `_present pg_catalog.bool,"
+					 " `_ovt %s, `_sk pg_catalog.int8, `_stg pg_catalog.bool"),
 					 pts, cfg->vf.type_sql, cfg->vt.type_sql);
 	append_col_defs(&buf, cfg->keys, cfg->nkeys);
 	append_col_defs(&buf, cfg->tracked, cfg->ntracked);
@@ -299,10 +336,15 @@ scd2_sql_validate(const Scd2Config *cfg)
 		const char *k = cfg->keys[0].ident;
 
 		appendStringInfo(&buf,
-						 "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE s.%s IS NULL),"
-						 " pg_catalog.count(*) FILTER (WHERE s._t IS NULL),"
-						 " pg_catalog.count(s.%s) OPERATOR(pg_catalog.-) pg_catalog.count(DISTINCT s.%s)"
-						 " FROM ", k, k, k);
+						 X("SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE s.%s IS NULL),"
+						 " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL),"
+						 " pg_catalog.count(s.%s) OPERATOR(pg_catalog.-) pg_catalog.count(DISTINCT s.%s), "),
+						 k, k, k);
+		if (cfg->eff_col)
+			appendStringInfoString(&buf, X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))"));
+		else
+			appendStringInfoString(&buf, "0");
+		appendStringInfoString(&buf, " FROM ");
 		append_normalized_staging(&buf, cfg);
 		appendStringInfoString(&buf, " s");
 		return buf.data;
@@ -313,14 +355,20 @@ scd2_sql_validate(const Scd2Config *cfg)
 		appendStringInfo(&nullkey, "%sg.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
 
 	appendStringInfo(&buf,
-					 "SELECT COALESCE(pg_catalog.sum(g._n), 0)::pg_catalog.int8,"
-					 " COALESCE(pg_catalog.sum(g._n) FILTER (WHERE %s), 0)::pg_catalog.int8,"
-					 " COALESCE(pg_catalog.sum(g._ne), 0)::pg_catalog.int8,"
-					 " pg_catalog.count(*) FILTER (WHERE g._n > 1 AND NOT (%s))"
-					 " FROM (SELECT ", nullkey.data, nullkey.data);
+					 X("SELECT COALESCE(pg_catalog.sum(g.`_n), 0)::pg_catalog.int8,"
+					 " COALESCE(pg_catalog.sum(g.`_n) FILTER (WHERE %s), 0)::pg_catalog.int8,"
+					 " COALESCE(pg_catalog.sum(g.`_ne), 0)::pg_catalog.int8,"
+					 " pg_catalog.count(*) FILTER (WHERE g.`_n > 1 AND NOT (%s)),"
+					 " COALESCE(pg_catalog.sum(g.`_nf), 0)::pg_catalog.int8"
+					 " FROM (SELECT "), nullkey.data, nullkey.data);
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfoString(&buf, ", pg_catalog.count(*) AS _n,"
-						   " pg_catalog.count(*) FILTER (WHERE s._t IS NULL) AS _ne FROM ");
+	appendStringInfoString(&buf, X(", pg_catalog.count(*) AS `_n,"
+						   " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL) AS `_ne, "));
+	if (cfg->eff_col)
+		appendStringInfoString(&buf, X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))"));
+	else
+		appendStringInfoString(&buf, "0");
+	appendStringInfoString(&buf, X(" AS `_nf FROM "));
 	append_normalized_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s GROUP BY ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
@@ -335,7 +383,7 @@ scd2_sql_bad_row(const Scd2Config *cfg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text, CASE");
+	appendStringInfoString(&buf, "SELECT pg_catalog.to_jsonb(s.*)::pg_catalog.text, CASE");
 	for (int i = 0; i < cfg->nkeys; i++)
 		appendStringInfo(&buf, " WHEN s.%s IS NULL THEN %s", cfg->keys[i].ident,
 						 quote_literal_cstr(cfg->keys[i].name));
@@ -350,6 +398,164 @@ scd2_sql_bad_row(const Scd2Config *cfg)
 	return buf.data;
 }
 
+/* A staging row whose effective time is infinity or -infinity. */
+char *
+scd2_sql_nonfinite_row(const Scd2Config *cfg)
+{
+	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s"
+					" WHERE NOT pg_catalog.isfinite(CAST(s.%s AS %s)) LIMIT 1",
+					staging_key_json(cfg), cfg->eff_col, cfg->stg_sql, cfg->eff_col,
+					cfg->vf.type_sql);
+}
+
+/* ---------- conversions ---------- */
+
+/*
+ * The staging columns whose values must be checked before the load: the
+ * effective column when its type is not valid_from's, then every key,
+ * tracked, Type 1 and copied column whose type or typmod differs from the
+ * dimension's.  NULL when there are none.
+ */
+Scd2ConvItem *
+scd2_conv_items(const Scd2Config *cfg, int *n)
+{
+	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
+	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
+	Scd2ConvItem *items = palloc0(sizeof(Scd2ConvItem) *
+								  (1 + cfg->nkeys + cfg->ntracked + cfg->ntype1 + cfg->nother));
+	int			k = 0;
+
+	if (cfg->eff_col && cfg->eff_type_sql)
+	{
+		items[k].name = cfg->eff_name;
+		items[k].ident = cfg->eff_col;
+		items[k].src_type_sql = cfg->eff_type_sql;
+		items[k].dst_type_sql = cfg->vf.type_sql;
+		items[k].src_type_name = cfg->eff_type_name;
+		items[k].dst_type_name = cfg->vf_type_name;
+		items[k].eqop_sql = cfg->eff_eqop_sql;
+		items[k].cmp_type_sql = cfg->eff_cmp_type_sql;
+		items[k].category = 'D';
+		items[k].effective = true;
+		k++;
+	}
+	for (int g = 0; g < 4; g++)
+		for (int i = 0; i < counts[g]; i++)
+			if (groups[g][i].conv_check)
+			{
+				items[k].name = groups[g][i].name;
+				items[k].ident = groups[g][i].ident;
+				items[k].src_type_sql = groups[g][i].stg_type_sql;
+				items[k].dst_type_sql = groups[g][i].type_sql;
+				items[k].src_type_name = groups[g][i].stg_type_name;
+				items[k].dst_type_name = groups[g][i].type_name;
+				items[k].eqop_sql = groups[g][i].stg_eqop_sql;
+				items[k].cmp_type_sql = groups[g][i].cmp_type_sql;
+				items[k].category = groups[g][i].stg_category;
+				k++;
+			}
+	*n = k;
+	return k > 0 ? items : NULL;
+}
+
+/*
+ * "s.c IS NOT NULL AND NOT (CAST(CAST(s.c AS dim) AS cmp) = CAST(s.c AS cmp))"
+ * (cmp: the staging type, or bpchar for a char(n) column).
+ */
+static void
+append_lossy(StringInfo buf, const Scd2ConvItem *item)
+{
+	appendStringInfo(buf, "(s.%s IS NOT NULL AND NOT (CAST(CAST(s.%s AS %s) AS %s) %s CAST(s.%s AS %s)))",
+					 item->ident, item->ident, item->dst_type_sql, item->cmp_type_sql,
+					 item->eqop_sql, item->ident, item->cmp_type_sql);
+}
+
+/* The staging key as JSON, from the staging columns themselves. */
+static char *
+staging_key_json(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "CAST(pg_catalog.jsonb_build_object(");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "%s%s, s.%s", i ? ", " : "",
+						 quote_literal_cstr(cfg->keys[i].name), cfg->keys[i].ident);
+	appendStringInfoString(&buf, ") AS pg_catalog.text)");
+	return buf.data;
+}
+
+/*
+ * One scan of the staging table converting every checked column: per item,
+ * the number of values that do not survive the round trip (or, without
+ * one, the number of values converted, only to make the conversion run:
+ * a value out of range fails the statement).
+ */
+char *
+scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	for (int i = 0; i < n; i++)
+	{
+		if (i)
+			appendStringInfoString(&buf, ", ");
+		if (items[i].eqop_sql)
+		{
+			appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE ");
+			append_lossy(&buf, &items[i]);
+			appendStringInfoString(&buf, ")");
+		}
+		else
+			appendStringInfo(&buf, "pg_catalog.count(CAST(s.%s AS %s)) OPERATOR(pg_catalog.*) 0",
+							 items[i].ident, items[i].dst_type_sql);
+	}
+	appendStringInfo(&buf, " FROM %s s", cfg->stg_sql);
+	return buf.data;
+}
+
+/* Convert one column of every staging row (it fails or it does not). */
+char *
+scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item)
+{
+	return psprintf("SELECT pg_catalog.count(CAST(s.%s AS %s)) FROM %s s",
+					item->ident, item->dst_type_sql, cfg->stg_sql);
+}
+
+/* A staging row whose value does not survive the round trip. */
+char *
+scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s, CAST(s.%s AS pg_catalog.text),"
+					 " CAST(CAST(s.%s AS %s) AS pg_catalog.text) FROM %s s WHERE ",
+					 staging_key_json(cfg), item->ident, item->ident, item->dst_type_sql,
+					 cfg->stg_sql);
+	append_lossy(&buf, item);
+	appendStringInfoString(&buf, " LIMIT 1");
+	return buf.data;
+}
+
+/* Every staging row's key and value as text (to find the one that fails). */
+char *
+scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item)
+{
+	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s WHERE s.%s IS NOT NULL",
+					staging_key_json(cfg), item->ident, cfg->stg_sql, item->ident);
+}
+
+/* The conversion of one value, given as the staging type's text ($1). */
+char *
+scd2_sql_conv_one(const Scd2ConvItem *item)
+{
+	return psprintf("SELECT CAST(CAST(CAST($1 AS pg_catalog.text) AS %s) AS %s)",
+					item->src_type_sql, item->dst_type_sql);
+}
+
 /* ---------- classification ---------- */
 
 /* Keys with several staging rows: they go the general way. */
@@ -359,7 +565,7 @@ scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "INSERT INTO %s (_n, _snap", keys);
+	appendStringInfo(&buf, X("INSERT INTO %s (`_n, `_snap"), keys);
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	appendStringInfoString(&buf, ") SELECT pg_catalog.count(*), false");
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "s.");
@@ -421,22 +627,22 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	initStringInfo(&buf);
 	append_changes_insert(&buf, cfg, chg, true);
 	appendStringInfoString(&buf,
-						   ") SELECT CASE WHEN _cls = 'complex' THEN 'complex'"
-						   " WHEN w = 1 THEN CASE _cls WHEN 'change' THEN 'close' ELSE _cls END"
-						   " WHEN _cls = 'new' THEN 'insert' ELSE 'new_version' END,"
-						   " 'F', NOT (w = 1 AND _cls = 'change'),"
-						   " CASE WHEN w = 1 THEN _dvf END, CASE WHEN w = 1 THEN _dsk END,"
-						   " CASE WHEN w = 1 THEN _dvf ELSE _t END,"
-						   " CASE WHEN w = 1 AND _cls IN ('change', 'delete') THEN _t END,"
-						   " NOT (w = 1 AND _cls IN ('change', 'delete')),"
-						   " w = 1 AND _cls = 'type1'");
+						   X(") SELECT CASE WHEN `_cls = 'complex' THEN 'complex'"
+						   " WHEN `_w = 1 THEN CASE `_cls WHEN 'change' THEN 'close' ELSE `_cls END"
+						   " WHEN `_cls = 'new' THEN 'insert' ELSE 'new_version' END,"
+						   " 'F', NOT (`_w = 1 AND `_cls = 'change'),"
+						   " CASE WHEN `_w = 1 THEN `_dvf END, CASE WHEN `_w = 1 THEN `_dsk END,"
+						   " CASE WHEN `_w = 1 THEN `_dvf ELSE `_t END,"
+						   " CASE WHEN `_w = 1 AND `_cls IN ('change', 'delete') THEN `_t END,"
+						   " NOT (`_w = 1 AND `_cls IN ('change', 'delete')),"
+						   " `_w = 1 AND `_cls = 'type1'"));
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, ", CASE WHEN w = 2 THEN %s END", cfg->tracked[i].ident);
+		appendStringInfo(&buf, X(", CASE WHEN `_w = 2 THEN %s END"), cfg->tracked[i].ident);
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
 	for (int i = 0; i < cfg->nother; i++)
-		appendStringInfo(&buf, ", CASE WHEN w = 2 THEN %s END", cfg->other[i].ident);
+		appendStringInfo(&buf, X(", CASE WHEN `_w = 2 THEN %s END"), cfg->other[i].ident);
 
 	/*
 	 * The probe: the current version, else (a scalar subquery evaluated
@@ -444,30 +650,30 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	 * Both subqueries are fenced (OFFSET 0) so each expression is computed
 	 * once per row; unchanged rows are dropped before the expansion.
 	 */
-	appendStringInfoString(&buf, " FROM (SELECT * FROM (SELECT c.*, CASE"
-						   " WHEN c._dvf IS NOT NULL THEN CASE"
-						   "   WHEN c._t <= c._dvf THEN 'complex'"
-						   "   WHEN NOT c._present THEN 'delete'"
-						   "   WHEN NOT (");
-	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
+	appendStringInfoString(&buf, X(" FROM (SELECT * FROM (SELECT c.*, CASE"
+						   " WHEN c.`_dvf IS NOT NULL THEN CASE"
+						   "   WHEN c.`_t <= c.`_dvf THEN 'complex'"
+						   "   WHEN NOT c.`_present THEN 'delete'"
+						   "   WHEN NOT ("));
+	append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
 	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
-	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "c.", "c.", "e");
+	append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e");
 	appendStringInfoString(&buf,
-						   ") THEN 'type1' ELSE 'unchanged' END"
-						   " WHEN c._hvt > c._t THEN 'complex'"
-						   " WHEN NOT c._present THEN 'unchanged'"
-						   " WHEN c._hvt IS NOT NULL THEN 'return'"
-						   " ELSE 'new' END AS _cls FROM (SELECT s.*, ");
-	appendStringInfo(&buf, "d.%s AS _dvf, %s AS _dsk", cfg->vf.ident,
+						   X(") THEN 'type1' ELSE 'unchanged' END"
+						   " WHEN c.`_hvt > c.`_t THEN 'complex'"
+						   " WHEN NOT c.`_present THEN 'unchanged'"
+						   " WHEN c.`_hvt IS NOT NULL THEN 'return'"
+						   " ELSE 'new' END AS `_cls FROM (SELECT s.*, "));
+	appendStringInfo(&buf, X("d.%s AS `_dvf, %s AS `_dsk"), cfg->vf.ident,
 					 cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
 	appendStringInfo(&buf, ", CASE WHEN d.%s IS NULL THEN (SELECT h.%s FROM %s h WHERE ",
 					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
 	append_key_join(&buf, cfg, "h", "s");
-	appendStringInfo(&buf, " ORDER BY h.%s DESC LIMIT 1) END AS _hvt", cfg->vf.ident);
+	appendStringInfo(&buf, X(" ORDER BY h.%s DESC LIMIT 1) END AS `_hvt"), cfg->vf.ident);
 	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, ", d.%s AS _d%d", cfg->tracked[i].ident, i + 1);
+		appendStringInfo(&buf, X(", d.%s AS `_d%d"), cfg->tracked[i].ident, i + 1);
 	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", d.%s AS _e%d", cfg->type1[i].ident, i + 1);
+		appendStringInfo(&buf, X(", d.%s AS `_e%d"), cfg->type1[i].ident, i + 1);
 	appendStringInfoString(&buf, " FROM ");
 	if (keys_sort_cheaply(cfg))
 	{
@@ -492,10 +698,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	appendStringInfo(&buf, " AND %s", current_pred(cfg, "d"));
 	if (exclude_keys)
 		append_exclude_keys(&buf, cfg, keys);
-	appendStringInfoString(&buf, " OFFSET 0) c OFFSET 0) c1 WHERE _cls <> 'unchanged') cls"
-						   " CROSS JOIN LATERAL (VALUES (1, cls._cls), (2, cls._cls)) AS v(w, _k)"
-						   " WHERE (w = 1 AND _cls IN ('change', 'delete', 'type1', 'complex'))"
-						   " OR (w = 2 AND _cls IN ('change', 'new', 'return'))");
+	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> 'unchanged') cls"
+						   " CROSS JOIN LATERAL (VALUES (1, cls.`_cls), (2, cls.`_cls)) AS v(`_w, `_k)"
+						   " WHERE (`_w = 1 AND `_cls IN ('change', 'delete', 'type1', 'complex'))"
+						   " OR (`_w = 2 AND `_cls IN ('change', 'new', 'return'))"));
 	return buf.data;
 }
 
@@ -506,8 +712,8 @@ scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "WITH m AS (DELETE FROM %s WHERE _action = 'complex' RETURNING *)"
-					 " INSERT INTO %s (_n, _snap", chg, keys);
+	appendStringInfo(&buf, X("WITH m AS (DELETE FROM %s WHERE `_action = 'complex' RETURNING *)"
+					 " INSERT INTO %s (`_n, `_snap"), chg, keys);
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	appendStringInfoString(&buf, ") SELECT 1, false");
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
@@ -532,7 +738,7 @@ scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *ke
 	append_normalized_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s WHERE ");
 	append_key_join(&buf, cfg, "s", "d");
-	appendStringInfo(&buf, ")), mx AS (INSERT INTO %s (_n, _snap", keys);
+	appendStringInfo(&buf, X(")), mx AS (INSERT INTO %s (`_n, `_snap"), keys);
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	appendStringInfoString(&buf, ") SELECT 0, true");
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "m.");
@@ -563,10 +769,38 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 	bool		first = true;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "INSERT INTO %s (_t, _prio, _present, _ovt, _sk, _stg", pts);
+	appendStringInfo(&buf, X("INSERT INTO %s (`_t, `_prio, `_present, `_ovt, `_sk, `_stg"), pts);
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	append_payload_cols(&buf, cfg, NULL);
-	appendStringInfoString(&buf, ") WITH cs AS (SELECT DISTINCT ON (");
+	appendStringInfoString(&buf, ") WITH cs AS (");
+	if (cfg->snapshot)
+	{
+		/*
+		 * Snapshot mode: a key's latest staged row is its state now.  It
+		 * takes effect at the later of its own effective time and the key's
+		 * last event: the end of its last version (its deletion) when it
+		 * has no current version -- so a key the extract has again gets
+		 * one, without rewriting history -- or the start of its current
+		 * version: with the same values it is a no-op (the extract, sent
+		 * again, changes nothing), with other values it conflicts there
+		 * and the load is refused.
+		 */
+		appendStringInfo(&buf, X("SELECT CASE WHEN q.`_present AND q.`_last THEN GREATEST(q.`_t,"
+								 " (SELECT COALESCE(%s, h.%s) FROM %s h WHERE "),
+						 open_vt(cfg, "h"), cfg->vf.ident, cfg->dim_sql);
+		append_key_join(&buf, cfg, "h", "q");
+		appendStringInfo(&buf, X(" ORDER BY h.%s DESC LIMIT 1)) ELSE q.`_t END AS `_t, q.`_present, q.`_stg"),
+						 cfg->vf.ident);
+		append_more_cols(&buf, cfg->keys, cfg->nkeys, "q.");
+		append_payload_cols(&buf, cfg, "q.");
+		/* the latest row, alone at its instant (else: ambiguous, below) */
+		appendStringInfoString(&buf, X(" FROM (SELECT c0.*, c0.`_t OPERATOR(pg_catalog.=) pg_catalog.max(c0.`_t) OVER (PARTITION BY "));
+		append_cols(&buf, cfg->keys, cfg->nkeys, "c0.");
+		appendStringInfoString(&buf, X(") AND pg_catalog.count(*) OVER (PARTITION BY "));
+		append_cols(&buf, cfg->keys, cfg->nkeys, "c0.");
+		appendStringInfoString(&buf, X(", c0.`_t) OPERATOR(pg_catalog.=) 1 AS `_last FROM ("));
+	}
+	appendStringInfoString(&buf, "SELECT DISTINCT ON (");
 	/* exact duplicates: equal in every loaded column (text form if no btree) */
 	for (int g = 0; g < 4; g++)
 		for (int i = 0; i < counts[g]; i++)
@@ -578,7 +812,7 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 								 groups[g][i].ident);
 			first = false;
 		}
-	appendStringInfoString(&buf, ", s._t, s._present) s._t, s._present, true AS _stg");
+	appendStringInfoString(&buf, X(", s.`_t, s.`_present) s.`_t, s.`_present, true AS `_stg"));
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	append_payload_cols(&buf, cfg, "s.");
 	appendStringInfoString(&buf, " FROM ");
@@ -588,45 +822,53 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 	appendStringInfoString(&buf, ")");
 	if (cfg->snapshot)
 	{
-		/* keys missing from a snapshot: an absent point at effective_at */
-		appendStringInfo(&buf, " UNION ALL SELECT CAST($1 AS %s), false, false", cfg->vf.type_sql);
+		appendStringInfoString(&buf, ") c0) q");
+		/*
+		 * Keys missing from a snapshot: an absent point at effective_at, or
+		 * at the start of the current version when that is later (where
+		 * it conflicts: a deletion cannot end a version before it starts).
+		 */
+		appendStringInfo(&buf, " UNION ALL SELECT GREATEST(CAST($1 AS %s), (SELECT d.%s FROM %s d WHERE ",
+						 cfg->vf.type_sql, cfg->vf.ident, cfg->dim_sql);
+		append_key_join(&buf, cfg, "d", "x");
+		appendStringInfo(&buf, " AND %s)), false, false", current_pred(cfg, "d"));
 		append_more_cols(&buf, cfg->keys, cfg->nkeys, "x.");
 		append_null_cols(&buf, cfg->tracked, cfg->ntracked);
 		append_null_cols(&buf, cfg->type1, cfg->ntype1);
 		append_null_cols(&buf, cfg->other, cfg->nother);
-		appendStringInfo(&buf, " FROM %s x WHERE x._snap", keys);
+		appendStringInfo(&buf, X(" FROM %s x WHERE x.`_snap"), keys);
 	}
 	appendStringInfoString(&buf, "), km AS (SELECT ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	appendStringInfoString(&buf, ", pg_catalog.min(_t) AS _m FROM cs GROUP BY ");
+	appendStringInfoString(&buf, X(", pg_catalog.min(`_t) AS `_m FROM cs GROUP BY "));
 	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	appendStringInfoString(&buf, "), rel AS (SELECT d.*, ");
-	appendStringInfo(&buf, "%s AS _o, km._m, pg_catalog.lead(d.%s) OVER (PARTITION BY ",
+	appendStringInfo(&buf, X("%s AS `_o, km.`_m, pg_catalog.lead(d.%s) OVER (PARTITION BY "),
 					 open_vt(cfg, "d"), cfg->vf.ident);
 	append_cols(&buf, cfg->keys, cfg->nkeys, "d.");
-	appendStringInfo(&buf, " ORDER BY d.%s) AS _nvf FROM km JOIN %s d ON ", cfg->vf.ident, cfg->dim_sql);
+	appendStringInfo(&buf, X(" ORDER BY d.%s) AS `_nvf FROM km JOIN %s d ON "), cfg->vf.ident, cfg->dim_sql);
 	append_key_join(&buf, cfg, "d", "km");
 	appendStringInfo(&buf, " WHERE d.%s >= COALESCE((SELECT d2.%s FROM %s d2 WHERE ",
 					 cfg->vf.ident, cfg->vf.ident, cfg->dim_sql);
 	append_key_join(&buf, cfg, "d2", "km");
-	appendStringInfo(&buf, " AND d2.%s <= km._m ORDER BY d2.%s DESC LIMIT 1), CAST('-infinity' AS %s))) ",
+	appendStringInfo(&buf, X(" AND d2.%s <= km.`_m ORDER BY d2.%s DESC LIMIT 1), CAST('-infinity' AS %s))) "),
 					 cfg->vf.ident, cfg->vf.ident, cfg->vf.type_sql);
 
 	/* E points: relevant existing versions */
-	appendStringInfo(&buf, "SELECT r.%s, 1, true, r._o, %s, false",
+	appendStringInfo(&buf, X("SELECT r.%s, 1, true, r.`_o, %s, false"),
 					 cfg->vf.ident, cfg->sk ? psprintf("r.%s", cfg->sk) : "NULL::pg_catalog.int8");
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "r.");
 	append_payload_cols(&buf, cfg, "r.");
-	appendStringInfoString(&buf, " FROM rel r WHERE r._o IS NULL OR r._o > r._m");
+	appendStringInfoString(&buf, X(" FROM rel r WHERE r.`_o IS NULL OR r.`_o > r.`_m"));
 	/* G points: a closed version not followed at once by another */
-	appendStringInfoString(&buf, " UNION ALL SELECT r._o, 0, false, NULL, NULL, false");
+	appendStringInfoString(&buf, X(" UNION ALL SELECT r.`_o, 0, false, NULL, NULL, false"));
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "r.");
 	append_null_cols(&buf, cfg->tracked, cfg->ntracked);
 	append_null_cols(&buf, cfg->type1, cfg->ntype1);
 	append_null_cols(&buf, cfg->other, cfg->nother);
-	appendStringInfoString(&buf, " FROM rel r WHERE r._o > r._m AND r._o IS DISTINCT FROM r._nvf");
+	appendStringInfoString(&buf, X(" FROM rel r WHERE r.`_o > r.`_m AND r.`_o IS DISTINCT FROM r.`_nvf"));
 	/* S points */
-	appendStringInfoString(&buf, " UNION ALL SELECT cs._t, 2, cs._present, NULL, NULL, cs._stg");
+	appendStringInfoString(&buf, X(" UNION ALL SELECT cs.`_t, 2, cs.`_present, NULL, NULL, cs.`_stg"));
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, "cs.");
 	append_payload_cols(&buf, cfg, "cs.");
 	appendStringInfoString(&buf, " FROM cs");
@@ -640,12 +882,12 @@ scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "SELECT %s, CAST(_t AS pg_catalog.text) FROM %s p WHERE _prio = 2 GROUP BY ",
+	appendStringInfo(&buf, X("SELECT %s, CAST(`_t AS pg_catalog.text) FROM %s p WHERE `_prio = 2 GROUP BY "),
 					 scd2_key_json_sql(cfg, "p"), pts);
 	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	appendStringInfoString(&buf, ", _t HAVING pg_catalog.count(*) > 1 ORDER BY ");
+	appendStringInfoString(&buf, X(", `_t HAVING pg_catalog.count(*) > 1 ORDER BY "));
 	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	appendStringInfoString(&buf, ", _t LIMIT 1");
+	appendStringInfoString(&buf, X(", `_t LIMIT 1"));
 	return buf.data;
 }
 
@@ -672,28 +914,28 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool cr
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, create ? "CREATE TEMP TABLE %s ON COMMIT DROP AS " : "INSERT INTO %s ", win);
-	appendStringInfoString(&buf, "WITH o AS (SELECT p.*,"
-						   " pg_catalog.lag(_present) OVER w AS _pp, pg_catalog.lag(_t) OVER w AS _pt,"
-						   " pg_catalog.lag(_prio) OVER w AS _pprio");
+	appendStringInfoString(&buf, X("WITH o AS (SELECT p.*,"
+						   " pg_catalog.lag(`_present) OVER w AS `_pp, pg_catalog.lag(`_t) OVER w AS `_pt,"
+						   " pg_catalog.lag(`_prio) OVER w AS `_pprio"));
 	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, ", pg_catalog.lag(%s) OVER w AS _p%d", cfg->tracked[i].ident, i + 1);
-	appendStringInfo(&buf, " FROM %s p WINDOW w AS (%s ORDER BY _t, _prio)), ", pts, part);
+		appendStringInfo(&buf, X(", pg_catalog.lag(%s) OVER w AS `_p%d"), cfg->tracked[i].ident, i + 1);
+	appendStringInfo(&buf, X(" FROM %s p WINDOW w AS (%s ORDER BY `_t, `_prio)), "), pts, part);
 
 	appendStringInfoString(&buf,
-						   "c AS (SELECT o.*, NOT (_present = COALESCE(_pp, false) AND (NOT _present OR (");
-	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
-	appendStringInfoString(&buf, "))) AS _diff FROM o), "
-						   "k AS (SELECT c.*, (_prio = 1 OR _diff) AS _keep,"
-						   " COALESCE(_prio = 2 AND _pprio = 1 AND _pt = _t AND _diff, false) AS _conflict"
-						   " FROM c), ");
-	appendStringInfo(&buf, "r AS (SELECT k.*, pg_catalog.sum(_keep::pg_catalog.int4)"
-					 " OVER (%s ORDER BY _t, _prio ROWS UNBOUNDED PRECEDING) AS _run FROM k) ",
+						   X("c AS (SELECT o.*, NOT (`_present = COALESCE(`_pp, false) AND (NOT `_present OR ("));
+	append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
+	appendStringInfoString(&buf, X("))) AS `_diff FROM o), "
+						   "k AS (SELECT c.*, (`_prio = 1 OR `_diff) AS `_keep,"
+						   " COALESCE(`_prio = 2 AND `_pprio = 1 AND `_pt = `_t AND `_diff, false) AS `_conflict"
+						   " FROM c), "));
+	appendStringInfo(&buf, X("r AS (SELECT k.*, pg_catalog.sum(`_keep::pg_catalog.int4)"
+					 " OVER (%s ORDER BY `_t, `_prio ROWS UNBOUNDED PRECEDING) AS `_run FROM k) "),
 					 part);
-	appendStringInfoString(&buf, "SELECT r.*, pg_catalog.last_value(_prio) OVER l AS _lprio");
+	appendStringInfoString(&buf, X("SELECT r.*, pg_catalog.last_value(`_prio) OVER l AS `_lprio"));
 	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", pg_catalog.last_value(%s) OVER l AS _l%d", cfg->type1[i].ident, i + 1);
-	appendStringInfo(&buf, " FROM r WINDOW l AS (%s, _run ORDER BY _t, _prio"
-					 " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)", part);
+		appendStringInfo(&buf, X(", pg_catalog.last_value(%s) OVER l AS `_l%d"), cfg->type1[i].ident, i + 1);
+	appendStringInfo(&buf, X(" FROM r WINDOW l AS (%s, `_run ORDER BY `_t, `_prio"
+					 " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"), part);
 	if (create)
 		appendStringInfoString(&buf, " WITH NO DATA");
 	return buf.data;
@@ -706,10 +948,10 @@ scd2_sql_conflict(const Scd2Config *cfg, const char *win)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "SELECT %s, CAST(w._t AS pg_catalog.text) FROM %s w WHERE w._conflict ORDER BY ",
+	appendStringInfo(&buf, X("SELECT %s, CAST(w.`_t AS pg_catalog.text) FROM %s w WHERE w.`_conflict ORDER BY "),
 					 scd2_key_json_sql(cfg, "w"), win);
 	append_cols(&buf, cfg->keys, cfg->nkeys, "w.");
-	appendStringInfoString(&buf, ", w._t LIMIT 1");
+	appendStringInfoString(&buf, X(", w.`_t LIMIT 1"));
 	return buf.data;
 }
 
@@ -723,42 +965,42 @@ scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win
 	initStringInfo(&buf);
 	append_changes_insert(&buf, cfg, chg, true);
 	appendStringInfo(&buf,
-					 ") WITH kp AS (SELECT w.*, pg_catalog.lead(_t) OVER wk AS _end,"
-					 " pg_catalog.lead(_present) OVER wk AS _npresent,"
-					 " pg_catalog.row_number() OVER (%s, (_prio = 2 AND _present) ORDER BY _t) AS _nth"
-					 " FROM %s w WHERE _keep WINDOW wk AS (%s ORDER BY _t, _prio)), ",
+					 X(") WITH kp AS (SELECT w.*, pg_catalog.lead(`_t) OVER wk AS `_end,"
+					 " pg_catalog.lead(`_present) OVER wk AS `_npresent,"
+					 " pg_catalog.row_number() OVER (%s, (`_prio = 2 AND `_present) ORDER BY `_t) AS `_nth"
+					 " FROM %s w WHERE `_keep WINDOW wk AS (%s ORDER BY `_t, `_prio)), "),
 					 part, win, part);
-	appendStringInfoString(&buf, "e AS (SELECT kp.*, (_ovt IS NULL AND _lprio = 2 AND NOT (");
-	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "kp.", "kp.", "l");
-	appendStringInfoString(&buf, ")) AS _sety FROM kp WHERE _prio = 1) ");
+	appendStringInfoString(&buf, X("e AS (SELECT kp.*, (`_ovt IS NULL AND `_lprio = 2 AND NOT ("));
+	append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "kp.", "kp.", "l");
+	appendStringInfoString(&buf, X(")) AS `_sety FROM kp WHERE `_prio = 1) "));
 
 	/* existing rows: end moved earlier, and/or Type 1 overwrite */
 	appendStringInfoString(&buf,
-						   "SELECT CASE WHEN _end IS NOT DISTINCT FROM _ovt THEN 'type1'"
-						   " WHEN _ovt IS NOT NULL THEN 'shorten'"
-						   " WHEN _npresent THEN 'close' ELSE 'delete' END,"
-						   " 'C', false, _t, _sk, _t, _end, _end IS NULL, _sety");
+						   X("SELECT CASE WHEN `_end IS NOT DISTINCT FROM `_ovt THEN 'type1'"
+						   " WHEN `_ovt IS NOT NULL THEN 'shorten'"
+						   " WHEN `_npresent THEN 'close' ELSE 'delete' END,"
+						   " 'C', false, `_t, `_sk, `_t, `_end, `_end IS NULL, `_sety"));
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	append_null_cols(&buf, cfg->tracked, cfg->ntracked);
 	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", CASE WHEN _sety THEN _l%d END", i + 1);
+		appendStringInfo(&buf, X(", CASE WHEN `_sety THEN `_l%d END"), i + 1);
 	append_null_cols(&buf, cfg->other, cfg->nother);
-	appendStringInfoString(&buf, " FROM e WHERE _end IS DISTINCT FROM _ovt OR _sety");
+	appendStringInfoString(&buf, X(" FROM e WHERE `_end IS DISTINCT FROM `_ovt OR `_sety"));
 
 	/* new versions: present staged points that were kept */
 	appendStringInfo(&buf,
-					 " UNION ALL SELECT CASE WHEN _nth = 1 AND NOT EXISTS (SELECT 1 FROM %s d WHERE ",
+					 X(" UNION ALL SELECT CASE WHEN `_nth = 1 AND NOT EXISTS (SELECT 1 FROM %s d WHERE "),
 					 cfg->dim_sql);
 	append_key_join(&buf, cfg, "d", "kp");
 	appendStringInfoString(&buf,
-						   ") THEN 'insert' ELSE 'new_version' END,"
-						   " 'C', false, NULL, NULL, _t, _end, _end IS NULL, false");
+						   X(") THEN 'insert' ELSE 'new_version' END,"
+						   " 'C', false, NULL, NULL, `_t, `_end, `_end IS NULL, false"));
 	append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	append_more_cols(&buf, cfg->tracked, cfg->ntracked, NULL);
 	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", _l%d", i + 1);
+		appendStringInfo(&buf, X(", `_l%d"), i + 1);
 	append_more_cols(&buf, cfg->other, cfg->nother, NULL);
-	appendStringInfoString(&buf, " FROM kp WHERE _prio = 2 AND _present");
+	appendStringInfoString(&buf, X(" FROM kp WHERE `_prio = 2 AND `_present"));
 	return buf.data;
 }
 
@@ -773,28 +1015,28 @@ scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf,
-					 "SELECT pg_catalog.count(*) FILTER (WHERE _stg),"
-					 " pg_catalog.count(*) FILTER (WHERE _stg AND _keep),"
-					 " pg_catalog.count(*) FILTER (WHERE _prio = 1 AND _ovt IS NULL AND _lprio = 2 AND NOT (");
-	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "w.", "w.", "l");
-	appendStringInfo(&buf, ")), (SELECT COALESCE(pg_catalog.sum(_n), 0)::pg_catalog.int8 FROM %s)"
-					 " FROM %s w", keys, win);
+	appendStringInfoString(&buf,
+						   X("SELECT pg_catalog.count(*) FILTER (WHERE `_stg),"
+					 " pg_catalog.count(*) FILTER (WHERE `_stg AND `_keep),"
+					 " pg_catalog.count(*) FILTER (WHERE `_prio = 1 AND `_ovt IS NULL AND `_lprio = 2 AND NOT ("));
+	append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "w.", "w.", "l");
+	appendStringInfo(&buf, X(")), (SELECT COALESCE(pg_catalog.sum(`_n), 0)::pg_catalog.int8 FROM %s)"
+					 " FROM %s w"), keys, win);
 	return buf.data;
 }
 
 /* Change rows per action, and fast-path rows that count as applied. */
 char *
-scd2_sql_change_counts(const char *chg)
+scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
 {
-	return psprintf("SELECT pg_catalog.count(*) FILTER (WHERE _action = 'insert'),"
-					" pg_catalog.count(*) FILTER (WHERE _action = 'new_version'),"
-					" pg_catalog.count(*) FILTER (WHERE _action = 'close'),"
-					" pg_catalog.count(*) FILTER (WHERE _action = 'delete'),"
-					" pg_catalog.count(*) FILTER (WHERE _action = 'shorten'),"
-					" pg_catalog.count(*) FILTER (WHERE _action = 'type1'),"
-					" pg_catalog.count(*) FILTER (WHERE _origin = 'F' AND _counts),"
-					" pg_catalog.count(*) FROM %s", chg);
+	return psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_action = 'insert'),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = 'new_version'),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = 'close'),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = 'delete'),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = 'shorten'),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = 'type1'),"
+					" pg_catalog.count(*) FILTER (WHERE `_origin = 'F' AND `_counts),"
+					" pg_catalog.count(*) FROM %s"), chg);
 }
 
 /* ---------- the write ---------- */
@@ -819,18 +1061,18 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "MERGE INTO %s t USING (SELECT * FROM %s WHERE _tvf IS NOT NULL"
-					 " UNION ALL SELECT * FROM %s WHERE _tvf IS NULL) s ON ",
+	appendStringInfo(&buf, X("MERGE INTO %s t USING (SELECT * FROM %s WHERE `_tvf IS NOT NULL"
+					 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NULL) s ON "),
 					 cfg->dim_sql, chg, chg);
 	append_key_join(&buf, cfg, "t", "s");
-	appendStringInfo(&buf, " AND t.%s %s s._tvf WHEN MATCHED THEN UPDATE SET %s = %s",
-					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, stored_vt(cfg, "s._vt"));
+	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET %s = %s"),
+					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, stored_vt(cfg, X("s.`_vt")));
 	if (cfg->is_current)
-		appendStringInfo(&buf, ", %s = s._cur", cfg->is_current);
+		appendStringInfo(&buf, X(", %s = s.`_cur"), cfg->is_current);
 	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", %s = CASE WHEN s._set_y THEN s.%s ELSE t.%s END",
+		appendStringInfo(&buf, X(", %s = CASE WHEN s.`_set_y THEN s.%s ELSE t.%s END"),
 						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
-	appendStringInfoString(&buf, " WHEN NOT MATCHED AND s._tvf IS NULL THEN INSERT (");
+	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT ("));
 	append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	append_payload_cols(&buf, cfg, NULL);
 	appendStringInfo(&buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
@@ -839,9 +1081,9 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 	appendStringInfoString(&buf, ") VALUES (");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	append_payload_cols(&buf, cfg, "s.");
-	appendStringInfo(&buf, ", s._vf, %s", stored_vt(cfg, "s._vt"));
+	appendStringInfo(&buf, X(", s.`_vf, %s"), stored_vt(cfg, X("s.`_vt")));
 	if (cfg->is_current)
-		appendStringInfoString(&buf, ", s._cur");
+		appendStringInfoString(&buf, X(", s.`_cur"));
 	appendStringInfoString(&buf, ")");
 	return buf.data;
 }
@@ -872,19 +1114,19 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "SELECT c._action, CAST(%s AS pg_catalog.int8), %s,"
-					 " CAST(c._vf AS pg_catalog.timestamptz), CAST(%s AS pg_catalog.timestamptz)"
-					 " FROM %s c",
-					 (cfg->sk && !dry_run) ? psprintf("COALESCE(c._sk, d.%s)", cfg->sk) : "c._sk",
-					 scd2_key_json_sql(cfg, "c"), stored_vt(cfg, "c._vt"), chg);
+	appendStringInfo(&buf, X("SELECT c.`_action, CAST(%s AS pg_catalog.int8), %s,"
+					 " CAST(c.`_vf AS pg_catalog.timestamptz), CAST(%s AS pg_catalog.timestamptz)"
+					 " FROM %s c"),
+					 (cfg->sk && !dry_run) ? psprintf(X("COALESCE(c.`_sk, d.%s)"), cfg->sk) : X("c.`_sk"),
+					 scd2_key_json_sql(cfg, "c"), stored_vt(cfg, X("c.`_vt")), chg);
 	if (cfg->sk && !dry_run)
 	{
-		appendStringInfo(&buf, " LEFT JOIN %s d ON c._tvf IS NULL AND ", cfg->dim_sql);
+		appendStringInfo(&buf, X(" LEFT JOIN %s d ON c.`_tvf IS NULL AND "), cfg->dim_sql);
 		append_key_join(&buf, cfg, "d", "c");
-		appendStringInfo(&buf, " AND d.%s %s c._vf", cfg->vf.ident, cfg->vf.eqop_sql);
+		appendStringInfo(&buf, X(" AND d.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
 	}
 	appendStringInfoString(&buf, " ORDER BY ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
-	appendStringInfoString(&buf, ", c._vf, c._tvf IS NULL");
+	appendStringInfoString(&buf, X(", c.`_vf, c.`_tvf IS NULL"));
 	return buf.data;
 }

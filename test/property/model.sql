@@ -176,6 +176,13 @@ BEGIN
         s_o[ns]       := scd2_model.pick(j, other);
     END LOOP;
 
+    -- Snapshot mode: an empty extract is refused unless allowed.
+    IF mode = 'snapshot' AND m_source = 0
+       AND coalesce(current_setting('scd2.allow_empty_snapshot', true), 'off') <> 'on' THEN
+        RAISE EXCEPTION 'model: snapshot load from an empty staging table'
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+
     -- Two remaining rows with equal key and eff are ambiguous.
     FOR p IN 1 .. ns LOOP
         FOR q IN p + 1 .. ns LOOP
@@ -228,6 +235,8 @@ BEGIN
             first_new boolean;
             followed  boolean;
             newrow    jsonb;
+            back_row  int;
+            back_at   timestamptz;
         BEGIN
             -- The key's whole history, oldest first.
             FOR rec IN EXECUTE format('SELECT ctid AS tid, to_jsonb(d) AS j FROM %s d WHERE to_jsonb(d) @> $1 '
@@ -241,18 +250,53 @@ BEGIN
             END LOOP;
             first_new := nh = 0;
 
+            -- Snapshot mode (step 4): a key with history but no current
+            -- version whose latest staged row is present and older than the
+            -- end of its last version comes back at that end.
+            back_row := NULL;
+            IF mode = 'snapshot' AND k = ANY (keys) AND nh > 0 AND array_position(h_vt, NULL) IS NULL THEN
+                back_at := NULL;
+                FOR p IN 1 .. nh LOOP
+                    IF back_at IS NULL OR h_vt[p] > back_at THEN back_at := h_vt[p]; END IF;
+                END LOOP;
+                FOR p IN 1 .. ns LOOP
+                    IF s_key[p] = k AND (back_row IS NULL OR s_eff[p] > s_eff[back_row]) THEN back_row := p; END IF;
+                END LOOP;
+                IF NOT s_present[back_row] OR s_eff[back_row] >= back_at THEN back_row := NULL; END IF;
+            ELSIF mode = 'snapshot' AND k = ANY (keys) AND nh > 0 THEN
+                -- ... and a latest row before the start of the current
+                -- version is placed at that start (a no-op with the same
+                -- values; with others it conflicts there).
+                FOR p IN 1 .. ns LOOP
+                    IF s_key[p] = k AND (back_row IS NULL OR s_eff[p] > s_eff[back_row]) THEN back_row := p; END IF;
+                END LOOP;
+                FOR p IN 1 .. nh LOOP
+                    IF h_vt[p] IS NULL THEN back_at := h_vf[p]; q := p; END IF;
+                END LOOP;
+                IF NOT s_present[back_row] OR s_eff[back_row] >= back_at THEN
+                    back_row := NULL;
+                END IF;
+            END IF;
+
             -- S points (step 4) and the earliest of them.
             IF k = ANY (keys) THEN
                 FOR p IN 1 .. ns LOOP
                     IF s_key[p] = k THEN
-                        pts := pts || ROW(s_eff[p], 2, s_present[p], s_state[p], s_y[p], s_o[p], p)::scd2_model.point;
-                        IF min_eff IS NULL OR s_eff[p] < min_eff THEN min_eff := s_eff[p]; END IF;
+                        pts := pts || ROW(CASE WHEN p = back_row THEN back_at ELSE s_eff[p] END,
+                                          2, s_present[p], s_state[p], s_y[p], s_o[p], p)::scd2_model.point;
+                        IF min_eff IS NULL OR pts[cardinality(pts)].t < min_eff THEN
+                            min_eff := pts[cardinality(pts)].t;
+                        END IF;
                     END IF;
                 END LOOP;
             ELSE
-                -- snapshot: a current key missing from the extract
-                pts := pts || ROW(effective_at, 2, false, NULL, NULL, NULL, NULL)::scd2_model.point;
+                -- snapshot: a current key missing from the extract, absent
+                -- from effective_at or, when later, its current version's start
                 min_eff := effective_at;
+                FOR p IN 1 .. nh LOOP
+                    IF h_vt[p] IS NULL AND h_vf[p] > min_eff THEN min_eff := h_vf[p]; END IF;
+                END LOOP;
+                pts := pts || ROW(min_eff, 2, false, NULL, NULL, NULL, NULL)::scd2_model.point;
             END IF;
 
             -- Step 3: relevant history (vt > min eff, or current); E and G points.

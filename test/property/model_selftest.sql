@@ -176,11 +176,56 @@ SELECT run_case('snapshot deletion', 'snapshot',
     $$ (1, 'A', 'x', NULL, NULL, 3, NULL::boolean) $$, 5,
     ARRAY['1 ''A'' ''x'' NULL NULL 1 - t', '2 ''B'' ''x'' NULL NULL 1 5 f', '3 ''C'' ''x'' NULL NULL 1 2 f'],
     '{"deleted":1,"unchanged":1}');
-SELECT run_case('snapshot: empty extract', 'snapshot',
+-- A missing key whose current version starts after effective_at cannot be
+-- deleted then: refused (its version would stay current).
+SELECT run_case('snapshot deletion before the current version starts', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, NULL::int), (2, 'B', 'x', NULL, NULL, 6, NULL) $$,
+    $$ (1, 'A', 'x', NULL, NULL, 3, NULL::boolean) $$, 5, NULL, NULL);
+-- An empty extract is refused, unless scd2.allow_empty_snapshot is on.
+SELECT run_case('snapshot: empty extract refused', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, NULL::int), (2, 'B', 'x', NULL, NULL, 1, 3), (2, 'C', 'x', NULL, NULL, 3, NULL) $$,
+    NULL, 5, NULL, NULL);
+SELECT set_config('scd2.allow_empty_snapshot', 'on', false);
+SELECT run_case('snapshot: empty extract allowed', 'snapshot',
     $$ (1, 'A', 'x', NULL, NULL, 1, NULL::int), (2, 'B', 'x', NULL, NULL, 1, 3), (2, 'C', 'x', NULL, NULL, 3, NULL) $$,
     NULL, 5,
     ARRAY['1 ''A'' ''x'' NULL NULL 1 5 f', '2 ''B'' ''x'' NULL NULL 1 3 f', '2 ''C'' ''x'' NULL NULL 3 5 f'],
     '{"deleted":2}');
+SELECT set_config('scd2.allow_empty_snapshot', 'off', false);
+-- A deleted key back in the extract with an effective time before its
+-- deletion: current again from the deletion on (history is not rewritten).
+SELECT run_case('snapshot: key back, effective before its deletion', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, 3), (2, 'B', 'x', NULL, NULL, 1, NULL::int) $$,
+    $$ (1, 'C', 'x', NULL, NULL, 2, NULL::boolean), (2, 'B', 'x', NULL, NULL, 1, NULL) $$, 5,
+    ARRAY['1 ''A'' ''x'' NULL NULL 1 3 f', '1 ''C'' ''x'' NULL NULL 3 - t', '2 ''B'' ''x'' NULL NULL 1 - t'],
+    '{"new_versions":1,"unchanged":1}');
+SELECT run_case('snapshot: key back with its old values', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, 3) $$,
+    $$ (1, 'A', 'x', NULL, NULL, 2, NULL::boolean) $$, 5,
+    ARRAY['1 ''A'' ''x'' NULL NULL 1 3 f', '1 ''A'' ''x'' NULL NULL 3 - t'],
+    '{"new_versions":1}');
+-- A latest row older than the current version, with other values: the
+-- extract cannot be made current without rewriting history: refused.
+SELECT run_case('snapshot: latest row before the current version, other values', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, 4), (1, 'B', 'x', NULL, NULL, 4, NULL::int) $$,
+    $$ (1, 'C', 'x', NULL, NULL, 2, NULL::boolean) $$, 6, NULL, NULL);
+-- ... with the current values: nothing to do (an extract sent again).
+SELECT run_case('snapshot: latest row before the current version, same values', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, 4), (1, 'B', 'x', NULL, NULL, 4, NULL::int) $$,
+    $$ (1, 'B', 'x', NULL, NULL, 2, NULL::boolean) $$, 6,
+    ARRAY['1 ''A'' ''x'' NULL NULL 1 4 f', '1 ''B'' ''x'' NULL NULL 4 - t'],
+    '{"unchanged":1}');
+-- ... the returned key of the case above, loaded again: nothing to do.
+SELECT run_case('snapshot: key back, loaded again', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, 3), (1, 'C', 'x', NULL, NULL, 3, NULL::int) $$,
+    $$ (1, 'C', 'x', NULL, NULL, 2, NULL::boolean) $$, 6,
+    ARRAY['1 ''A'' ''x'' NULL NULL 1 3 f', '1 ''C'' ''x'' NULL NULL 3 - t'],
+    '{"unchanged":1}');
+SELECT run_case('snapshot: key back, an older row is a late change', 'snapshot',
+    $$ (1, 'A', 'x', NULL, NULL, 1, 4) $$,
+    $$ (1, 'B', 'x', NULL, NULL, 2, NULL::boolean), (1, 'C', 'x', NULL, NULL, 3, NULL) $$, 6,
+    ARRAY['1 ''A'' ''x'' NULL NULL 1 2 f', '1 ''B'' ''x'' NULL NULL 2 4 f', '1 ''C'' ''x'' NULL NULL 4 - t'],
+    '{"shortened":1,"new_versions":2}');
 
 -- Late arrivals.
 SELECT run_case('late change splits a version', 'incremental',
