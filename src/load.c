@@ -874,17 +874,35 @@ report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char 
 			 errhint("Make the trigger return NEW for the load's updates and inserts (or disable it during loads), then retry the load.")));
 }
 
+/* Copy the change feed rows SPI holds into the caller's tuplestore. */
+static void
+store_feed(Tuplestorestate *store, TupleDesc desc)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5];
+
+		for (int c = 0; c < 5; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
+		tuplestore_putvalues(store, desc, values, nulls);
+	}
+}
+
 /*
- * Step 5: the one MERGE.  Its errors, like every statement's of the load,
- * do not show the generated statement (load_exec).  A unique violation of the current-row
+ * Step 5: the one MERGE.  With a feed store on PostgreSQL 17+ the MERGE
+ * returns the change feed as it writes (scd2_sql_merge_feed), which goes
+ * into the store; returns whether it did.  Its errors, like every
+ * statement's of the load, do not show the generated statement (load_exec).  A unique violation of the current-row
  * index when a BEFORE row trigger could have skipped the close of the old
  * current version, and a processed count other than the classified one,
  * name the triggers.
  */
-static void
-write_dimension(LoadState *st, int64 total_changes)
+static bool
+write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store, TupleDesc desc)
 {
 	const Scd2Config *cfg = st->cfg;
+	bool		feed = SCD2_MERGE_RETURNING && store != NULL;
 	char	   *triggers = skipping_triggers(cfg->dim_oid);
 	MemoryContext cxt = CurrentMemoryContext;
 	List	   *current_indexes = NIL;	/* names of the current-row indexes */
@@ -897,8 +915,9 @@ write_dimension(LoadState *st, int64 total_changes)
 	PG_TRY();
 	{
 		/* always nested loops: they keep the source's close-first order */
-		load_exec_probing(st, -1, scd2_sql_merge(cfg, CHG_TABLE),
-						  SPI_OK_MERGE, "writing the dimension");
+		load_exec_probing(st, -1,
+						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE) : scd2_sql_merge(cfg, CHG_TABLE),
+						  feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
 		written = (int64) SPI_processed;
 	}
 	PG_CATCH();
@@ -922,7 +941,11 @@ write_dimension(LoadState *st, int64 total_changes)
 	PG_END_TRY();
 
 	if (written == total_changes)
-		return;
+	{
+		if (feed)
+			store_feed(store, desc);
+		return feed;
+	}
 	if (triggers != NULL)
 		report_skipping_trigger(cfg, triggers,
 								psprintf("The load classified %lld row(s) to write but wrote %lld.",
@@ -940,15 +963,7 @@ static void
 read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc)
 {
 	load_exec(st, scd2_sql_feed(st->cfg, CHG_TABLE, dry_run), SPI_OK_SELECT, "reading the change feed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5];
-
-		for (int c = 0; c < 5; c++)
-			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
-		tuplestore_putvalues(store, desc, values, nulls);
-	}
+	store_feed(store, desc);
 }
 
 /*
@@ -984,6 +999,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	int64		complex_keys = 0;	/* keys that go the general way */
 	int64		fast_counted;
 	int64		total_changes;
+	bool		fed = false;	/* the MERGE returned the feed (17+) */
 	int64		distinct = 0;
 	int64		kept = 0;
 	int64		y_applied = 0;
@@ -1076,12 +1092,11 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	m->unchanged = (m->source_rows - complex_rows - fast_counted) + (distinct - kept - y_applied);
 
 	if (!req->dry_run && total_changes > 0)
-	{
-		write_dimension(&st, total_changes);
-	}
+		fed = write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
+							  res->feed_desc);
 
 	/* 6. */
-	if (req->want_feed)
+	if (req->want_feed && !fed)
 		read_feed(&st, req->dry_run, res->feed, res->feed_desc);
 
 	drop_work_tables();

@@ -171,6 +171,7 @@ extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, con
 extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
+extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 
 /* load.c */

@@ -1104,29 +1104,57 @@ scd2_key_json_sql(const Scd2Config *cfg, const char *alias)
 }
 
 /*
- * The change feed: one row per dimension row written, in key and time
- * order.  Surrogate keys of inserted rows are read back by (key,
- * valid_from) -- PostgreSQL 15's MERGE has no RETURNING.
+ * SELECT <the change feed> FROM <from> ORDER BY <its order>: one row per
+ * dimension row written, in key and time order, from rows under the alias
+ * c (change-table columns); sk_expr gives the surrogate key.
  */
-char *
-scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
+static char *
+feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, X("SELECT c.`_action, CAST(%s AS pg_catalog.int8), %s,"
 					 " CAST(c.`_vf AS pg_catalog.timestamptz), CAST(%s AS pg_catalog.timestamptz)"
-					 " FROM %s c"),
-					 (cfg->sk && !dry_run) ? psprintf(X("COALESCE(c.`_sk, d.%s)"), cfg->sk) : X("c.`_sk"),
-					 scd2_key_json_sql(cfg, "c"), stored_vt(cfg, X("c.`_vt")), chg);
-	if (cfg->sk && !dry_run)
-	{
-		appendStringInfo(&buf, X(" LEFT JOIN %s d ON c.`_tvf IS NULL AND "), cfg->dim_sql);
-		append_key_join(&buf, cfg, "d", "c");
-		appendStringInfo(&buf, X(" AND d.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
-	}
-	appendStringInfoString(&buf, " ORDER BY ");
+					 " FROM %s ORDER BY "),
+					 sk_expr, scd2_key_json_sql(cfg, "c"), stored_vt(cfg, X("c.`_vt")), from);
 	append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
 	appendStringInfoString(&buf, X(", c.`_vf, c.`_tvf IS NULL"));
 	return buf.data;
+}
+
+/*
+ * The change feed read back after the MERGE: surrogate keys of inserted
+ * rows are found by (key, valid_from) -- MERGE has no RETURNING before
+ * PostgreSQL 17 (and a dry run writes nothing).
+ */
+char *
+scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
+{
+	StringInfoData from;
+
+	if (!cfg->sk || dry_run)
+		return feed_select(cfg, psprintf("%s c", chg), X("c.`_sk"));
+	initStringInfo(&from);
+	appendStringInfo(&from, X("%s c LEFT JOIN %s d ON c.`_tvf IS NULL AND "), chg, cfg->dim_sql);
+	append_key_join(&from, cfg, "d", "c");
+	appendStringInfo(&from, X(" AND d.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
+	return feed_select(cfg, from.data, psprintf(X("COALESCE(c.`_sk, d.%s)"), cfg->sk));
+}
+
+/*
+ * PostgreSQL 17+: the MERGE and the change feed in one statement.  The
+ * MERGE returns every change-table row it wrote with the surrogate key of
+ * the dimension row as written; the feed is read from that, in the same
+ * order and columns as scd2_sql_feed, without a second look at the
+ * dimension.  Its row count is the MERGE's processed count.
+ */
+char *
+scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg)
+{
+	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
+
+	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
+					scd2_sql_merge(cfg, chg), sk,
+					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
 }
