@@ -69,7 +69,7 @@ if [ -z "${APPROACHES:-}" ]; then
     [ "$NO_OVERLAP" = 1 ] && APPROACHES="scd2 scd2_no_overlap seeds dbt floor"
 fi
 if [ "$SKIP_SCD2" = 1 ]; then
-    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx 'scd2\|scd2_no_overlap' | tr '\n' ' ')
+    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -v '^scd2' | tr '\n' ' ')
     NO_OVERLAP=0
 fi
 HAS_DELETED=$(awk -v d="$DELETED" 'BEGIN { print (d > 0) ? "true" : "false" }')
