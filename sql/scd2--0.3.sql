@@ -251,6 +251,12 @@ BEGIN
                   HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
     END IF;
 
+    IF effective_column = ANY (business_key || COALESCE(tracked, '{}') || COALESCE(type1, '{}')) THEN
+        RAISE EXCEPTION 'effective column % cannot be a business key, tracked or Type 1 column', pg_catalog.quote_ident(effective_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A dimension column named like the effective column is copied from staging into every new version and never compared.';
+    END IF;
+
     IF create_indexes THEN
         SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o)
           INTO v_keylist FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o);

@@ -408,15 +408,15 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	for (int i = 0; i < cfg->ntype1; i++)
 		require_staging_column(stg, &cfg->type1[i], "a Type 1 column", cfg);
 	excluded = list_concat(excluded, reg->type1);
-	if (reg->effective_column)
-		excluded = lappend(excluded, reg->effective_column);
 	if (reg->delete_column)
 		excluded = lappend(excluded, reg->delete_column);
 
 	/*
 	 * Tracked columns: as registered, or every column the staging table
 	 * shares with the dimension that is not a key, bookkeeping or Type 1
-	 * column.  The remaining shared columns are copied into new versions.
+	 * column.  The remaining shared columns are copied into new versions:
+	 * among them a dimension column named like the effective column (dbt's
+	 * updated_at), which is never tracked.
 	 */
 	tracked = reg->tracked_all ? NIL : reg->tracked;
 	for (int i = 0; i < dim->natts; i++)
@@ -428,7 +428,8 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 			att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS ||
 			name_in_list(excluded, name) || find_attribute(stg, name) == NULL)
 			continue;
-		if (reg->tracked_all)
+		if (reg->tracked_all &&
+			!(reg->effective_column && strcmp(name, reg->effective_column) == 0))
 			tracked = lappend(tracked, pstrdup(name));
 		else if (!name_in_list(reg->tracked, name))
 			other = lappend(other, pstrdup(name));
