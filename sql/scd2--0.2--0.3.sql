@@ -3,9 +3,12 @@
 \echo Use "ALTER EXTENSION scd2 UPDATE TO '0.3'" to load this file. \quit
 
 ------------------------------------------------------------------------------
--- A dimension column named like the effective column cannot be a key,
--- tracked or Type 1 column (it is copied from staging into new versions).
+-- dbt's snapshot shape: a dimension column named like the effective column
+-- is copied from staging, never tracked; current_valid_to may be any value
+-- of valid_to's type (e.g. '9999-12-31').
 ------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions DROP CONSTRAINT dimensions_current_valid_to_check;
+
 CREATE OR REPLACE FUNCTION scd2.register(
         dimension            regclass,
         business_key         name[],
@@ -38,6 +41,7 @@ DECLARE
     v_keylist    text;
     v_include    text;
     v_idxname    text;
+    v_current_vt text := current_valid_to;
 BEGIN
     IF dimension IS NULL THEN
         RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -63,10 +67,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
     END IF;
-    IF current_valid_to IS NULL OR current_valid_to NOT IN ('null', 'infinity') THEN
-        RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+    IF current_valid_to IS NULL THEN
+        RAISE EXCEPTION 'invalid current_valid_to NULL'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use ''null'' (current rows have valid_to NULL) or ''infinity''.';
+                  HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
     END IF;
 
     -- The validity columns: both present, of one temporal type.
@@ -148,13 +152,37 @@ BEGIN
                   DETAIL = 'A dimension column named like the effective column is copied from staging into every new version and never compared.';
     END IF;
 
+    -- The current rows' valid_to other than NULL: any value of valid_to's
+    -- type (a far-future date as dbt snapshots use, or infinity), stored
+    -- in its canonical ISO form, which reads back the same whatever the
+    -- session's DateStyle and TimeZone.
+    IF current_valid_to <> 'null' THEN
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT pg_catalog.to_json(CAST(%L AS %s)) #>> ''{}''',
+                                      current_valid_to, v_vt_type)
+               INTO v_current_vt;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('It is not a value of type %s (column %I): %s.',
+                                                 v_vt_type, valid_to_column, SQLERRM),
+                      HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END;
+        IF v_current_vt = '-infinity' THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Current rows end after every instant they cover.',
+                      HINT = 'Use ''null'', ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END IF;
+    END IF;
+
     IF create_indexes THEN
         SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o)
           INTO v_keylist FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o);
-        IF current_valid_to = 'null' THEN
+        IF v_current_vt = 'null' THEN
             v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
         ELSE
-            v_pred := pg_catalog.format('%I = ''infinity''', valid_to_column);
+            v_pred := pg_catalog.format('%I = %L', valid_to_column, v_current_vt);
         END IF;
         -- One current version per business key, enforced by the database.
         v_idxname := pg_catalog.left(v_rel.relname || '_scd2_current', 63);
@@ -174,9 +202,107 @@ BEGIN
     PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
-                                 current_valid_to);
+                                 v_current_vt);
     RETURN dimension;
 END
 $register$;
 COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes, stores the configuration';
+
+CREATE OR REPLACE FUNCTION scd2._create_dimension(
+        default_schema       name,
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null')
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $create$
+DECLARE
+    v_parts   text[];
+    v_target  text;
+    v_cols    text;
+    v_vt_def  text := '';
+    v_dim     regclass;
+    v_missing name;
+BEGIN
+    IF "like" IS NULL OR dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension and like must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    v_parts := pg_catalog.parse_ident(dimension);
+    IF pg_catalog.cardinality(v_parts) > 2 THEN
+        RAISE EXCEPTION 'invalid dimension name "%"', dimension
+            USING ERRCODE = 'invalid_name', HINT = 'Give a table name, optionally schema-qualified.';
+    END IF;
+    -- An unqualified name goes to the caller's current schema (the
+    -- function itself runs with a pinned search_path).
+    IF pg_catalog.cardinality(v_parts) = 1 THEN
+        IF default_schema IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create in'
+                USING ERRCODE = 'invalid_schema_name',
+                      HINT = 'Schema-qualify the dimension name, or set search_path.';
+        END IF;
+        v_parts := ARRAY[default_schema::text] || v_parts;
+    END IF;
+    v_target := pg_catalog.format('%I.%I', v_parts[1], v_parts[2]);
+
+    SELECT k INTO v_missing FROM pg_catalog.unnest(business_key) k
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                        WHERE attrelid = "like" AND attname = k AND attnum > 0 AND NOT attisdropped)
+     LIMIT 1;
+    IF v_missing IS NOT NULL THEN
+        RAISE EXCEPTION 'business key column "%" does not exist in %', v_missing, "like"
+            USING ERRCODE = 'undefined_column';
+    END IF;
+
+    -- Every staging column but the load metadata (effective time, delete
+    -- marker), with its type and collation; keys NOT NULL.
+    SELECT pg_catalog.string_agg(
+               pg_catalog.format('%I %s%s%s', a.attname,
+                   pg_catalog.format_type(a.atttypid, a.atttypmod),
+                   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation
+                        THEN ' COLLATE ' || (SELECT pg_catalog.format('%I.%I', n.nspname, c.collname)
+                                               FROM pg_catalog.pg_collation c
+                                               JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace
+                                              WHERE c.oid = a.attcollation)
+                        ELSE '' END,
+                   CASE WHEN a.attname = ANY (business_key) THEN ' NOT NULL' ELSE '' END),
+               ', ' ORDER BY a.attnum)
+      INTO v_cols
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+     WHERE a.attrelid = "like" AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attname IS DISTINCT FROM effective_column
+       AND a.attname IS DISTINCT FROM delete_column;
+
+    IF current_valid_to IS DISTINCT FROM 'null' THEN
+        v_vt_def := pg_catalog.format(' NOT NULL DEFAULT %L', current_valid_to);
+    END IF;
+    EXECUTE pg_catalog.format(
+        'CREATE TABLE %s (%I bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, %s, '
+        '%I timestamptz NOT NULL, %I timestamptz%s, %I boolean NOT NULL DEFAULT true)',
+        v_target, surrogate_key_column, v_cols,
+        valid_from_column, valid_to_column, v_vt_def, is_current_column);
+    v_dim := v_target::regclass;
+
+    PERFORM scd2.register(v_dim, business_key,
+                          tracked => tracked, type1 => type1,
+                          effective_column => effective_column, delete_column => delete_column,
+                          mode => mode, staging => "like",
+                          valid_from_column => valid_from_column, valid_to_column => valid_to_column,
+                          is_current_column => is_current_column,
+                          surrogate_key_column => surrogate_key_column,
+                          current_valid_to => current_valid_to);
+    RETURN v_dim;
+END
+$create$;

@@ -19,11 +19,10 @@ CREATE TABLE scd2.dimensions (
     valid_to_column      name     NOT NULL DEFAULT 'valid_to',
     is_current_column    name,
     surrogate_key_column name,
-    current_valid_to     text     NOT NULL DEFAULT 'null',
+    current_valid_to     text     NOT NULL DEFAULT 'null', -- 'null', or valid_to of current rows (canonical text)
     registered_by        name     NOT NULL DEFAULT current_user,
     registered_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
     CONSTRAINT dimensions_mode_check CHECK (mode IN ('incremental', 'snapshot')),
-    CONSTRAINT dimensions_current_valid_to_check CHECK (current_valid_to IN ('null', 'infinity')),
     CONSTRAINT dimensions_business_key_check CHECK (pg_catalog.cardinality(business_key) > 0)
 );
 COMMENT ON TABLE scd2.dimensions IS
@@ -147,6 +146,7 @@ DECLARE
     v_keylist    text;
     v_include    text;
     v_idxname    text;
+    v_current_vt text := current_valid_to;
 BEGIN
     IF dimension IS NULL THEN
         RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -172,10 +172,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
     END IF;
-    IF current_valid_to IS NULL OR current_valid_to NOT IN ('null', 'infinity') THEN
-        RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+    IF current_valid_to IS NULL THEN
+        RAISE EXCEPTION 'invalid current_valid_to NULL'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use ''null'' (current rows have valid_to NULL) or ''infinity''.';
+                  HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
     END IF;
 
     -- The validity columns: both present, of one temporal type.
@@ -257,13 +257,37 @@ BEGIN
                   DETAIL = 'A dimension column named like the effective column is copied from staging into every new version and never compared.';
     END IF;
 
+    -- The current rows' valid_to other than NULL: any value of valid_to's
+    -- type (a far-future date as dbt snapshots use, or infinity), stored
+    -- in its canonical ISO form, which reads back the same whatever the
+    -- session's DateStyle and TimeZone.
+    IF current_valid_to <> 'null' THEN
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT pg_catalog.to_json(CAST(%L AS %s)) #>> ''{}''',
+                                      current_valid_to, v_vt_type)
+               INTO v_current_vt;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('It is not a value of type %s (column %I): %s.',
+                                                 v_vt_type, valid_to_column, SQLERRM),
+                      HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END;
+        IF v_current_vt = '-infinity' THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Current rows end after every instant they cover.',
+                      HINT = 'Use ''null'', ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END IF;
+    END IF;
+
     IF create_indexes THEN
         SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k), ', ' ORDER BY o)
           INTO v_keylist FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o);
-        IF current_valid_to = 'null' THEN
+        IF v_current_vt = 'null' THEN
             v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
         ELSE
-            v_pred := pg_catalog.format('%I = ''infinity''', valid_to_column);
+            v_pred := pg_catalog.format('%I = %L', valid_to_column, v_current_vt);
         END IF;
         -- One current version per business key, enforced by the database.
         v_idxname := pg_catalog.left(v_rel.relname || '_scd2_current', 63);
@@ -283,7 +307,7 @@ BEGIN
     PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
-                                 current_valid_to);
+                                 v_current_vt);
     RETURN dimension;
 END
 $register$;
@@ -401,8 +425,8 @@ BEGIN
        AND a.attname IS DISTINCT FROM effective_column
        AND a.attname IS DISTINCT FROM delete_column;
 
-    IF current_valid_to = 'infinity' THEN
-        v_vt_def := ' NOT NULL DEFAULT ''infinity''';
+    IF current_valid_to IS DISTINCT FROM 'null' THEN
+        v_vt_def := pg_catalog.format(' NOT NULL DEFAULT %L', current_valid_to);
     END IF;
     EXECUTE pg_catalog.format(
         'CREATE TABLE %s (%I bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, %s, '

@@ -341,7 +341,11 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 		cfg->sk = pstrdup(quote_identifier(reg->surrogate_key));
 		excluded = lappend(excluded, reg->surrogate_key);
 	}
-	cfg->infinity = strcmp(reg->current_valid_to, "infinity") == 0;
+	/* 'null', or the canonical text of the current rows' valid_to */
+	cfg->infinity = strcmp(reg->current_valid_to, "null") != 0;
+	if (cfg->infinity)
+		cfg->current_vt = psprintf("CAST(%s AS %s)", quote_literal_cstr(reg->current_valid_to),
+								   cfg->vt.type_sql);
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
 
 	/* Business key: must be comparable with = and indexable. */

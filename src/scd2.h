@@ -52,7 +52,8 @@ typedef struct Scd2Config
 	Scd2Column	vt;				/* valid_to */
 	char	   *is_current;		/* quoted, or NULL */
 	char	   *sk;				/* quoted, or NULL */
-	bool		infinity;		/* current rows have valid_to = infinity */
+	bool		infinity;		/* current rows have a valid_to (not NULL): */
+	char	   *current_vt;		/* CAST('...' AS type), e.g. infinity */
 	bool		snapshot;		/* snapshot mode */
 
 	char	   *eff_col;		/* quoted staging column, or NULL */
@@ -119,6 +120,7 @@ extern char *scd2_sql_change_counts(const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
+extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 
 /* load.c */
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);

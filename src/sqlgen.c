@@ -114,8 +114,8 @@ static char *
 current_pred(const Scd2Config *cfg, const char *alias)
 {
 	if (cfg->infinity)
-		return psprintf("%s.%s OPERATOR(pg_catalog.=) CAST('infinity' AS %s)",
-						alias, cfg->vt.ident, cfg->vt.type_sql);
+		return psprintf("%s.%s OPERATOR(pg_catalog.=) %s",
+						alias, cfg->vt.ident, cfg->current_vt);
 	return psprintf("%s.%s IS NULL", alias, cfg->vt.ident);
 }
 
@@ -124,8 +124,8 @@ static char *
 open_vt(const Scd2Config *cfg, const char *alias)
 {
 	if (cfg->infinity)
-		return psprintf("NULLIF(%s.%s, CAST('infinity' AS %s))",
-						alias, cfg->vt.ident, cfg->vt.type_sql);
+		return psprintf("NULLIF(%s.%s, %s)",
+						alias, cfg->vt.ident, cfg->current_vt);
 	return psprintf("%s.%s", alias, cfg->vt.ident);
 }
 
@@ -134,7 +134,7 @@ static char *
 stored_vt(const Scd2Config *cfg, const char *expr)
 {
 	if (cfg->infinity)
-		return psprintf("COALESCE(%s, CAST('infinity' AS %s))", expr, cfg->vt.type_sql);
+		return psprintf("COALESCE(%s, %s)", expr, cfg->current_vt);
 	return pstrdup(expr);
 }
 
@@ -878,5 +878,22 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
 	appendStringInfoString(&buf, " ORDER BY ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
 	appendStringInfoString(&buf, ", c._vf, c._tvf IS NULL");
+	return buf.data;
+}
+
+/*
+ * A staging row whose effective time is at or after the current rows'
+ * valid_to (e.g. '9999-12-31'), as JSON, or none: such a row would make a
+ * version that ends after "forever".
+ */
+char *
+scd2_sql_beyond_current(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text FROM %s s WHERE CAST(%s AS %s) >= %s LIMIT 1",
+					 cfg->stg_sql, cfg->eff_col ? psprintf("s.%s", cfg->eff_col) : "$1",
+					 cfg->vf.type_sql, cfg->current_vt);
 	return buf.data;
 }
