@@ -1,7 +1,8 @@
 -- dbt's snapshot shape (issue 13): a dimension column named like the
 -- effective column is filled from staging and never tracked; the current
 -- rows' valid_to may be any date/time value ('9999-12-31'), used by loads,
--- the current-row index and asof.
+-- the current-row index and asof; detect => 'timestamp' follows dbt's
+-- timestamp strategy (a change is exactly a later effective time).
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 CREATE SCHEMA dbtshape;
@@ -103,5 +104,65 @@ SELECT id, v, valid_from, valid_to, is_current FROM dim_d ORDER BY valid_from;
 SELECT scd2.register('dim_b', ARRAY['id'], current_valid_to => 'someday');
 SELECT scd2.register('dim_b', ARRAY['id'], current_valid_to => '-infinity');
 SELECT scd2.register('dim_b', ARRAY['id'], current_valid_to => NULL);
+
+------------------------------------------------------------------------------
+-- (c) detect => 'timestamp'
+------------------------------------------------------------------------------
+CREATE TABLE stg_c (id int, city text, updated_at timestamptz);
+CREATE TABLE dim_c (id int NOT NULL, city text, updated_at timestamptz,
+                    dbt_valid_from timestamptz NOT NULL, dbt_valid_to timestamptz);
+SELECT scd2.register('dim_c', ARRAY['id'], effective_column => 'updated_at', detect => 'timestamp',
+                     valid_from_column => 'dbt_valid_from', valid_to_column => 'dbt_valid_to');
+SELECT detect FROM scd2.dimensions WHERE dimension = 'dim_c'::regclass;
+INSERT INTO stg_c VALUES (1, 'Oslo', '2024-01-01'), (2, 'Rome', '2024-01-01'), (3, 'Lima', '2024-01-01');
+CALL scd2.apply('stg_c', 'dim_c') \gset
+TRUNCATE stg_c;
+INSERT INTO stg_c VALUES
+    (1, 'Oslo', '2024-02-01'),      -- later, same values: a change
+    (2, 'Milan', '2024-01-01'),     -- same instant, other values: ignored, no error
+    (3, 'Quito', '2023-06-01'),     -- earlier: ignored, no history split
+    (4, 'Nice', '2024-02-01');      -- new key
+CREATE TEMP TABLE feed AS SELECT * FROM scd2.merge('stg_c', 'dim_c');
+SELECT action, business_key, valid_from, valid_to FROM feed ORDER BY business_key->>'id', valid_from, action;
+SELECT * FROM scd2_test.last_metrics('dim_c');
+-- Several later rows of one key: one version per instant, values not
+-- compared; earlier rows of that key ignored; a rerun writes nothing.
+TRUNCATE stg_c;
+INSERT INTO stg_c VALUES (2, 'Rome', '2024-03-01'), (2, 'Rome', '2024-04-01'), (2, 'Bari', '2023-01-01'),
+                         (2, 'Rome', '2024-04-01');
+CALL scd2.apply('stg_c', 'dim_c') \gset
+SELECT * FROM scd2_test.last_metrics('dim_c');
+CALL scd2.apply('stg_c', 'dim_c') \gset
+SELECT * FROM scd2_test.last_metrics('dim_c');
+SELECT id, city, updated_at, dbt_valid_from, dbt_valid_to FROM dim_c ORDER BY id, dbt_valid_from;
+-- Two different rows at one later instant are still ambiguous.
+TRUNCATE stg_c;
+INSERT INTO stg_c VALUES (4, 'Nice', '2024-05-01'), (4, 'Cannes', '2024-05-01');
+CALL scd2.apply('stg_c', 'dim_c') \gset
+-- A closed key (deleted in snapshot mode) comes back only after its end.
+SELECT scd2.register('dim_c', ARRAY['id'], effective_column => 'updated_at', detect => 'timestamp',
+                     mode => 'snapshot',
+                     valid_from_column => 'dbt_valid_from', valid_to_column => 'dbt_valid_to');
+TRUNCATE stg_c;
+INSERT INTO stg_c VALUES (1, 'Oslo', '2024-02-01'), (2, 'Rome', '2024-04-01'), (4, 'Nice', '2024-02-01');
+CALL scd2.apply('stg_c', 'dim_c', '2024-06-01') \gset
+SELECT * FROM scd2_test.last_metrics('dim_c');
+TRUNCATE stg_c;
+INSERT INTO stg_c VALUES (1, 'Oslo', '2024-02-01'), (2, 'Rome', '2024-04-01'), (4, 'Nice', '2024-02-01'),
+                         (3, 'Lima', '2024-05-01');
+CALL scd2.apply('stg_c', 'dim_c', '2024-07-01') \gset
+SELECT * FROM scd2_test.last_metrics('dim_c');
+UPDATE stg_c SET updated_at = '2024-06-15' WHERE id = 3;
+CALL scd2.apply('stg_c', 'dim_c', '2024-07-01') \gset
+SELECT * FROM scd2_test.last_metrics('dim_c');
+SELECT id, city, dbt_valid_from, dbt_valid_to FROM dim_c WHERE id = 3 ORDER BY dbt_valid_from;
+-- Refused registrations.
+SELECT scd2.register('dim_c', ARRAY['id'], detect => 'timestamp',
+                     valid_from_column => 'dbt_valid_from', valid_to_column => 'dbt_valid_to');
+SELECT scd2.register('dim_a', ARRAY['id'], effective_column => 'updated_at', detect => 'timestamp',
+                     type1 => ARRAY['city']);
+SELECT scd2.register('dim_c', ARRAY['id'], effective_column => 'updated_at', detect => 'check',
+                     valid_from_column => 'dbt_valid_from', valid_to_column => 'dbt_valid_to');
+SELECT detect FROM scd2.dimensions WHERE dimension = 'dim_c'::regclass;
 
 RESET search_path;

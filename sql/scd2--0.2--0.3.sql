@@ -5,11 +5,22 @@
 ------------------------------------------------------------------------------
 -- dbt's snapshot shape: a dimension column named like the effective column
 -- is copied from staging, never tracked; current_valid_to may be any value
--- of valid_to's type (e.g. '9999-12-31').
+-- of valid_to's type (e.g. '9999-12-31'); change detection may follow
+-- dbt's timestamp strategy (detect => 'timestamp').
 ------------------------------------------------------------------------------
 ALTER TABLE scd2.dimensions DROP CONSTRAINT dimensions_current_valid_to_check;
+ALTER TABLE scd2.dimensions ADD COLUMN detect text NOT NULL DEFAULT 'values';
+ALTER TABLE scd2.dimensions ADD CONSTRAINT dimensions_detect_check CHECK (detect IN ('values', 'timestamp'));
 
-CREATE OR REPLACE FUNCTION scd2.register(
+CREATE FUNCTION scd2._registry_set_detect(dimension regclass, detect text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_set_detect'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_set_detect(regclass, text) IS
+    'internal: records the change detection of a registration (the caller must own the dimension)';
+
+DROP FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean);
+CREATE FUNCTION scd2.register(
         dimension            regclass,
         business_key         name[],
         tracked              name[]  DEFAULT NULL,
@@ -23,7 +34,8 @@ CREATE OR REPLACE FUNCTION scd2.register(
         is_current_column    name    DEFAULT NULL,
         surrogate_key_column name    DEFAULT NULL,
         current_valid_to     text    DEFAULT 'null',
-        create_indexes       boolean DEFAULT true)
+        create_indexes       boolean DEFAULT true,
+        detect               text    DEFAULT 'values')
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -146,6 +158,23 @@ BEGIN
                   HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
     END IF;
 
+    IF detect IS NULL OR detect NOT IN ('values', 'timestamp') THEN
+        RAISE EXCEPTION 'invalid detect "%"', detect
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''values'' (a change is a different value of a tracked column) or ''timestamp'' (a change is a later effective time).';
+    END IF;
+    IF detect = 'timestamp' AND effective_column IS NULL THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' needs an effective_column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A row is a change exactly when its effective time is later than the current version''s start.',
+                  HINT = 'Name the staging column with the time the row changed (dbt''s updated_at) as effective_column.';
+    END IF;
+    IF detect = 'timestamp' AND pg_catalog.cardinality(COALESCE(type1, '{}')) > 0 THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' cannot have Type 1 columns'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'With timestamp detection every later row opens a new version and values are never compared, so no column is overwritten in place.',
+                  HINT = 'Leave type1 out, or use detect => ''values''.';
+    END IF;
     IF effective_column = ANY (business_key || COALESCE(tracked, '{}') || COALESCE(type1, '{}')) THEN
         RAISE EXCEPTION 'effective column % cannot be a business key, tracked or Type 1 column', pg_catalog.quote_ident(effective_column)
             USING ERRCODE = 'invalid_parameter_value',
@@ -203,10 +232,11 @@ BEGIN
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  v_current_vt);
+    PERFORM scd2._registry_set_detect(dimension, detect);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, text) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes, stores the configuration';
 
 CREATE OR REPLACE FUNCTION scd2._create_dimension(

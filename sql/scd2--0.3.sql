@@ -22,7 +22,9 @@ CREATE TABLE scd2.dimensions (
     current_valid_to     text     NOT NULL DEFAULT 'null', -- 'null', or valid_to of current rows (canonical text)
     registered_by        name     NOT NULL DEFAULT current_user,
     registered_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    detect               text     NOT NULL DEFAULT 'values',
     CONSTRAINT dimensions_mode_check CHECK (mode IN ('incremental', 'snapshot')),
+    CONSTRAINT dimensions_detect_check CHECK (detect IN ('values', 'timestamp')),
     CONSTRAINT dimensions_business_key_check CHECK (pg_catalog.cardinality(business_key) > 0)
 );
 COMMENT ON TABLE scd2.dimensions IS
@@ -80,6 +82,13 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2._registry_store(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text) IS
     'internal: stores a validated registration (the caller must own the dimension)';
 
+CREATE FUNCTION scd2._registry_set_detect(dimension regclass, detect text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_set_detect'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_set_detect(regclass, text) IS
+    'internal: records the change detection of a registration (the caller must own the dimension)';
+
 CREATE FUNCTION scd2._registry_remove(dimension regclass)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'scd2_registry_remove'
@@ -128,7 +137,8 @@ CREATE FUNCTION scd2.register(
         is_current_column    name    DEFAULT NULL,
         surrogate_key_column name    DEFAULT NULL,
         current_valid_to     text    DEFAULT 'null',
-        create_indexes       boolean DEFAULT true)
+        create_indexes       boolean DEFAULT true,
+        detect               text    DEFAULT 'values')
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -251,6 +261,23 @@ BEGIN
                   HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
     END IF;
 
+    IF detect IS NULL OR detect NOT IN ('values', 'timestamp') THEN
+        RAISE EXCEPTION 'invalid detect "%"', detect
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''values'' (a change is a different value of a tracked column) or ''timestamp'' (a change is a later effective time).';
+    END IF;
+    IF detect = 'timestamp' AND effective_column IS NULL THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' needs an effective_column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A row is a change exactly when its effective time is later than the current version''s start.',
+                  HINT = 'Name the staging column with the time the row changed (dbt''s updated_at) as effective_column.';
+    END IF;
+    IF detect = 'timestamp' AND pg_catalog.cardinality(COALESCE(type1, '{}')) > 0 THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' cannot have Type 1 columns'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'With timestamp detection every later row opens a new version and values are never compared, so no column is overwritten in place.',
+                  HINT = 'Leave type1 out, or use detect => ''values''.';
+    END IF;
     IF effective_column = ANY (business_key || COALESCE(tracked, '{}') || COALESCE(type1, '{}')) THEN
         RAISE EXCEPTION 'effective column % cannot be a business key, tracked or Type 1 column', pg_catalog.quote_ident(effective_column)
             USING ERRCODE = 'invalid_parameter_value',
@@ -308,10 +335,11 @@ BEGIN
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  v_current_vt);
+    PERFORM scd2._registry_set_detect(dimension, detect);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, text) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes, stores the configuration';
 
 -- Type of a column of a table, or a clear error naming it.

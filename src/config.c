@@ -38,6 +38,7 @@ typedef struct Registration
 	char	   *is_current;
 	char	   *surrogate_key;
 	char	   *current_valid_to;
+	char	   *detect;
 } Registration;
 
 /* "schema"."table", quoted as needed. */
@@ -100,12 +101,18 @@ read_registration(Oid dim_oid, const char *dim_name)
 	Datum		d;
 	int			rc;
 
+	/*
+	 * detect (0.3) is read through to_jsonb: a registry of an older
+	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
+	 * and loads with value detection.
+	 */
 	rc = SPI_execute_with_args(
 		"SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
 		"       type1::pg_catalog.text[], effective_column, delete_column, mode,"
 		"       valid_from_column, valid_to_column, is_current_column,"
-		"       surrogate_key_column, current_valid_to"
-		"  FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+		"       surrogate_key_column, current_valid_to,"
+		"       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values')"
+		"  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 		1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the registry failed: %s",
@@ -135,6 +142,7 @@ read_registration(Oid dim_oid, const char *dim_name)
 	reg->is_current = spi_text_or_null(tup, desc, 9);
 	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
 	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
+	reg->detect = spi_text_or_null(tup, desc, 12);
 	return reg;
 }
 
@@ -347,6 +355,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 		cfg->current_vt = psprintf("CAST(%s AS %s)", quote_literal_cstr(reg->current_valid_to),
 								   cfg->vt.type_sql);
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
+	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
 
 	/* Business key: must be comparable with = and indexable. */
 	cfg->keys = describe_list(reg->business_key, dim, "a business key column", cfg->dim_name, &cfg->nkeys);

@@ -19,6 +19,7 @@
 PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
+PG_FUNCTION_INFO_V1(scd2_registry_set_detect);
 
 static void
 require_owner(Oid relid)
@@ -147,4 +148,35 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 		elog(ERROR, "scd2: forgetting dropped staging tables failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_INT64(removed);
+}
+
+/*
+ * Records the change detection of a registration register() has just
+ * stored ('values' or 'timestamp'; the registry's CHECK refuses others).
+ */
+Datum
+scd2_registry_set_detect(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
+	Datum		values[2];
+	int			rc;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension and detect must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	rc = exec_as_owner("UPDATE scd2.dimensions SET detect = $2"
+					   " WHERE dimension OPERATOR(pg_catalog.=) $1",
+					   2, argtypes, values, NULL);
+	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "scd2: recording the change detection failed: %s",
+			 SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
 }

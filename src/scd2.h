@@ -55,6 +55,7 @@ typedef struct Scd2Config
 	bool		infinity;		/* current rows have a valid_to (not NULL): */
 	char	   *current_vt;		/* CAST('...' AS type), e.g. infinity */
 	bool		snapshot;		/* snapshot mode */
+	bool		detect_timestamp;	/* a change is a later effective time */
 
 	char	   *eff_col;		/* quoted staging column, or NULL */
 	char	   *eff_name;		/* the same, unquoted, for messages */

@@ -143,7 +143,7 @@ stored_vt(const Scd2Config *cfg, const char *expr)
  * the effective time as _t, the delete marker folded into _present.
  */
 static void
-append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
+append_all_staging(StringInfo buf, const Scd2Config *cfg)
 {
 	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
 	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
@@ -167,6 +167,29 @@ append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
 	else
 		appendStringInfoString(buf, "true AS _present");
 	appendStringInfo(buf, " FROM %s s)", cfg->stg_sql);
+}
+
+/*
+ * The staging rows a load classifies: all of them, or with timestamp
+ * detection (dbt's timestamp strategy) only the rows later than the key's
+ * history -- after the start of its latest version and not before that
+ * version's end -- the others are ignored (counted as unchanged).
+ */
+static void
+append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
+{
+	if (!cfg->detect_timestamp)
+	{
+		append_all_staging(buf, cfg);
+		return;
+	}
+	appendStringInfoString(buf, "(SELECT * FROM ");
+	append_all_staging(buf, cfg);
+	appendStringInfo(buf, " s WHERE NOT EXISTS (SELECT 1 FROM (SELECT h.%s AS _hvf, %s AS _hvt FROM %s h WHERE ",
+					 cfg->vf.ident, open_vt(cfg, "h"), cfg->dim_sql);
+	append_key_join(buf, cfg, "h", "s");
+	appendStringInfo(buf, " ORDER BY h.%s DESC LIMIT 1) l WHERE l._hvf >= s._t OR l._hvt > s._t))",
+					 cfg->vf.ident);
 }
 
 /* All loaded non-key columns: tracked, Type 1, other. */
@@ -303,7 +326,7 @@ scd2_sql_validate(const Scd2Config *cfg)
 						 " pg_catalog.count(*) FILTER (WHERE s._t IS NULL),"
 						 " pg_catalog.count(s.%s) OPERATOR(pg_catalog.-) pg_catalog.count(DISTINCT s.%s)"
 						 " FROM ", k, k, k);
-		append_normalized_staging(&buf, cfg);
+		append_all_staging(&buf, cfg);
 		appendStringInfoString(&buf, " s");
 		return buf.data;
 	}
@@ -321,7 +344,7 @@ scd2_sql_validate(const Scd2Config *cfg)
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfoString(&buf, ", pg_catalog.count(*) AS _n,"
 						   " pg_catalog.count(*) FILTER (WHERE s._t IS NULL) AS _ne FROM ");
-	append_normalized_staging(&buf, cfg);
+	append_all_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s GROUP BY ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfoString(&buf, ") g");
@@ -449,7 +472,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 						   "   WHEN c._t <= c._dvf THEN 'complex'"
 						   "   WHEN NOT c._present THEN 'delete'"
 						   "   WHEN NOT (");
-	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
+	if (cfg->detect_timestamp)
+		appendStringInfoString(&buf, "false");	/* a later row is a change */
+	else
+		append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
 	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
 	append_eq_positional(&buf, cfg->type1, cfg->ntype1, "c.", "c.", "e");
 	appendStringInfoString(&buf,
@@ -529,7 +555,7 @@ scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *ke
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "WITH m AS (SELECT d.* FROM %s d WHERE %s AND NOT EXISTS (SELECT 1 FROM ",
 					 cfg->dim_sql, current_pred(cfg, "d"));
-	append_normalized_staging(&buf, cfg);
+	append_all_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s WHERE ");
 	append_key_join(&buf, cfg, "s", "d");
 	appendStringInfo(&buf, ")), mx AS (INSERT INTO %s (_n, _snap", keys);
@@ -675,7 +701,10 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win)
 
 	appendStringInfoString(&buf,
 						   "c AS (SELECT o.*, NOT (_present = COALESCE(_pp, false) AND (NOT _present OR (");
-	append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
+	if (cfg->detect_timestamp)
+		appendStringInfoString(&buf, "false");	/* every later instant is a change */
+	else
+		append_eq_positional(&buf, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
 	appendStringInfoString(&buf, "))) AS _diff FROM o), "
 						   "k AS (SELECT c.*, (_prio = 1 OR _diff) AS _keep,"
 						   " COALESCE(_prio = 2 AND _pprio = 1 AND _pt = _t AND _diff, false) AS _conflict"
