@@ -169,6 +169,8 @@ CREATE EXTENSION scd2;
 CREATE SCHEMA crm;
 CREATE TABLE crm.customers (customer_id int, name text, city text, email text, updated_at timestamptz);
 CREATE TABLE crm.accounts (region text, account_no int, owner text, plan text);
+CREATE TABLE crm.products (sku text, price numeric(8,2), description text, changed_on date, is_deleted boolean);
+INSERT INTO crm.products VALUES ('A', 10, 'Apple', '2024-01-01', false), ('B', 20, 'Bean', '2024-01-01', NULL);
 INSERT INTO crm.customers VALUES
     (1, 'Ada', 'Oslo', 'ada@example.com', '2024-01-01'),
     (2, 'Brian', 'Rome', 'brian@example.com', '2024-01-01');
@@ -232,6 +234,17 @@ fi
 expect "no staging table is left behind" "" \
     "$(q $DB "SELECT string_agg(relname, ',') FROM pg_class WHERE relname LIKE '%dbt_tmp%'")"
 
+products() {
+    q $DB "SELECT string_agg(sku || ':' || price || ':' || description || ':' || valid_from_date || '..' || valid_to_date, ' '
+                             ORDER BY sku, valid_from_date)
+             FROM analytics.dim_product"
+}
+expect "dim_product: the model's columns less the delete marker, then the configured bookkeeping columns" \
+    "sku text,price numeric(8,2),description text,changed_on date,valid_from_date date,valid_to_date date" \
+    "$(q $DB "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ',' ORDER BY attnum)
+                FROM pg_attribute WHERE attrelid = 'analytics.dim_product'::regclass AND attnum > 0 AND NOT attisdropped")"
+expect "dim_product after the first run" "A:10.00:Apple:2024-01-01..infinity B:20.00:Bean:2024-01-01..infinity" "$(products)"
+
 # ---------------------------------------------------------------- run 2
 # Changes, a Type 1 change, a new key with a NULL, NULL -> value, a key
 # missing from the snapshot, a new composite key.
@@ -242,6 +255,8 @@ INSERT INTO crm.customers VALUES (3, 'Chen', NULL, 'chen@example.com', '2024-02-
 UPDATE crm.accounts SET plan = 'basic' WHERE (region, account_no) = ('eu', 2);
 DELETE FROM crm.accounts WHERE (region, account_no) = ('us', 1);
 INSERT INTO crm.accounts VALUES ('us', 2, 'dee', 'pro');
+UPDATE crm.products SET description = 'Red apple', changed_on = '2024-02-01' WHERE sku = 'A';
+UPDATE crm.products SET price = 25, changed_on = '2024-02-01' WHERE sku = 'B';
 SQL
 expect_dbt "second dbt run" run
 expect "dim_customer: a change, a Type 1 overwrite, a new key with a NULL" \
@@ -255,6 +270,8 @@ expect "dim_account: NULL -> value is one change; a missing key is closed" \
     "eu1:basic:1 eu2:-:0 eu2:basic:1 us1:pro:0 us2:pro:1" "$(accounts)"
 expect "its audit row" "success src=3 ins=1 new=1 closed=1 del=1 short=0 t1=0 same=1" "$(last_run dim_account)"
 expect "adapter response" "success SCD2 4" "$(rows_affected dim_account)"
+expect "dim_product: a tracked change; an untracked one alone is no change" \
+    "A:10.00:Apple:2024-01-01..infinity B:20.00:Bean:2024-01-01..2024-02-01 B:25.00:Bean:2024-02-01..infinity" "$(products)"
 
 expect_dbt "dbt snapshot" snapshot
 
@@ -297,12 +314,16 @@ sql $DB -o /dev/null <<'SQL'
 UPDATE crm.customers SET city = 'Paris', updated_at = '2024-01-15' WHERE customer_id = 1;
 UPDATE crm.accounts SET plan = NULL WHERE (region, account_no) = ('eu', 1);
 INSERT INTO crm.accounts VALUES ('us', 1, 'cy', 'pro');
+UPDATE crm.products SET is_deleted = true, changed_on = '2024-03-01' WHERE sku = 'A';
 SQL
 expect_dbt "fourth dbt run" run
 expect "dim_customer: the late row splits the history" \
     "1:Oslo:ada@example.com:2024-01-01..2024-01-15:0 1:Paris:ada@example.com:2024-01-15..2024-02-01:0 1:Bergen:ada@example.com:2024-02-01..:1 2:Rome:brian@example.org:2024-01-01..:1 3:-:chen@example.com:2024-02-01..:1" \
     "$(customers)"
 expect "audit row" "success src=3 ins=0 new=1 closed=0 del=0 short=1 t1=0 same=2" "$(last_run dim_customer)"
+expect "dim_product: a delete marker closes the key" \
+    "A:10.00:Apple:2024-01-01..2024-03-01 B:20.00:Bean:2024-01-01..2024-02-01 B:25.00:Bean:2024-02-01..infinity" "$(products)"
+expect "its audit row" "success src=2 ins=0 new=0 closed=0 del=1 short=0 t1=0 same=1" "$(last_run dim_product)"
 expect "dim_account: value -> NULL; the closed key comes back" \
     "eu1:basic:0 eu1:-:1 eu2:-:0 eu2:basic:1 us1:pro:0 us1:pro:1 us2:pro:1" "$(accounts)"
 before_a=$(accounts)
@@ -346,7 +367,7 @@ q $DB "DELETE FROM crm.accounts WHERE region IS NULL" >/dev/null
 # ---------------------------------------------------------------- dbt test
 if dbt test; then
     ok "dbt test: one current row per key, no overlapping versions"
-    expect "the package's tests ran on the three dimensions" "6" \
+    expect "the package's tests ran on the four dimensions" "8" \
         "$(grep -cE 'PASS (scd2_)?(one_current_row|no_overlapping_versions)' "$work/out")"
 else
     not_ok "dbt test: one current row per key, no overlapping versions" "$(dbt_out)"
