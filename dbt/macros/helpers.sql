@@ -69,6 +69,10 @@
     {{ exceptions.raise_compiler_error("scd2: config detect of " ~ model.name ~ " must be 'values' (a change is a change of a tracked column, dbt's check strategy) or 'timestamp' (a change is a later effective_column, dbt's timestamp strategy), not '" ~ detect ~ "'") }}
   {%- endif -%}
   {%- set current_valid_to = config.get('current_valid_to') -%}
+  {%- set on_schema_change = config.get('on_schema_change') or 'ignore' -%}
+  {%- if on_schema_change not in ['ignore', 'append_new_columns', 'sync_all_columns', 'fail'] -%}
+    {{ exceptions.raise_compiler_error("scd2: config on_schema_change of " ~ model.name ~ " must be 'ignore' (new columns of the model are not loaded), 'append_new_columns' or 'sync_all_columns' (they are added to the dimension; none is ever dropped) or 'fail', not '" ~ on_schema_change ~ "'") }}
+  {%- endif -%}
   {%- do return({
       'unique_key': unique_key,
       'tracked': scd2.scd2__as_list(config.get('tracked'), 'tracked'),
@@ -83,6 +87,7 @@
       'is_current_column': scd2.scd2__optional_name(config.get('is_current_column', 'is_current')),
       'surrogate_key_column': scd2.scd2__optional_name(config.get('surrogate_key_column', 'sk')),
       'rebuild_on_full_refresh': config.get('rebuild_on_full_refresh', false) is true,
+      'on_schema_change': on_schema_change,
   }) -%}
 {%- endmacro %}
 

@@ -349,6 +349,33 @@ expect "the taken-over table is row for row what dbt snapshot made of the same r
     "$(snap customers_snapshot_ref)" "$(snap customers_snapshot)"
 expect "its audit row" "success src=3 ins=0 new=1 closed=1 del=0 short=0 t1=0 same=2" "$(last_run_s)"
 
+# ---------------------------------------------------------------- a new column
+# The model gains a column: ignored by default (dbt's on_schema_change),
+# refused with 'fail', added (and tracked: NULL -> value) with
+# 'append_new_columns'.
+before_a=$(accounts)
+sed -i "s/^select region, account_no, owner, plan$/select region, account_no, owner, plan, upper(owner) as owner_code/" \
+    "$proj/models/dim_account.sql"
+expect_dbt "a new column in the model (on_schema_change: ignore)" run -s dim_account
+expect "is not loaded" "$before_a f" \
+    "$(accounts) $(q $DB "SELECT count(*) > 0 FROM pg_attribute WHERE attrelid = 'analytics.dim_account'::regclass AND attname = 'owner_code'")"
+sed -i "s/mode='snapshot'$/mode='snapshot', on_schema_change='fail'/" "$proj/models/dim_account.sql"
+if dbt run -s dim_account; then
+    not_ok "on_schema_change: fail refuses it" "$(dbt_out)"
+elif grep -q "has columns that .* lacks: owner_code" "$work/out"; then
+    ok "on_schema_change: fail refuses it, naming the column"
+else
+    not_ok "on_schema_change: fail refuses it, naming the column" "$(dbt_out)"
+fi
+sed -i "s/on_schema_change='fail'/on_schema_change='append_new_columns'/" "$proj/models/dim_account.sql"
+expect_dbt "on_schema_change: append_new_columns" run -s dim_account
+expect "adds the column, and the tracked NULL -> value opens new versions" \
+    "success src=4 ins=0 new=4 closed=4 del=0 short=0 t1=0 same=0 text" \
+    "$(last_run dim_account) $(q $DB "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'analytics.dim_account'::regclass AND attname = 'owner_code'")"
+expect "the new versions carry it" "ANN BOB CY DEE" \
+    "$(q $DB "SELECT string_agg(owner_code, ' ' ORDER BY owner_code) FROM analytics.dim_account WHERE is_current")"
+before_a=$(accounts)
+
 # ---------------------------------------------------------------- a bad batch
 q $DB "INSERT INTO crm.accounts VALUES (NULL, 3, 'eve', 'pro')" >/dev/null
 before_runs=$(runs dim_account)
