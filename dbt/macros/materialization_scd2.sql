@@ -11,7 +11,7 @@
        registered yet (e.g. a dbt snapshot taken over) is registered; a
        registration that differs from the config is updated; columns new
        in the model are added to the dimension (on_schema_change);
-    3. loads it with CALL scd2.apply;
+    3. loads it with CALL scd2.apply (not with --empty);
     4. reports the run's metrics as the adapter response (rows_affected =
        rows written) and logs the run id.
   --full-refresh never rebuilds the dimension (its history is not in the
@@ -68,7 +68,13 @@
     {% do scd2.scd2__new_columns(target_relation, staging_relation, cfg) %}
   {%- endif -%}
 
-  {#- 3. load -#}
+  {#- 3. load (not with --empty: an empty extract would close every key in snapshot mode) -#}
+  {%- if flags.EMPTY is true -%}
+    {{ log("scd2: --empty: " ~ target_relation ~ " was not loaded", info=True) }}
+    {% call noop_statement('main', 'SCD2 0 (--empty)', 'SCD2', 0) -%}
+      -- --empty: no load
+    {%- endcall %}
+  {%- else -%}
   {% call statement('scd2_apply', fetch_result=True) -%}
     call scd2.apply({{ scd2.scd2__regclass(staging_relation) }}, {{ scd2.scd2__regclass(target_relation) }})
   {%- endcall %}
@@ -86,6 +92,7 @@
   {% call noop_statement('main', 'SCD2 ' ~ written, 'SCD2', written) -%}
     -- {{ summary }}
   {%- endcall %}
+  {%- endif -%}
 
   {{ run_hooks(post_hooks, inside_transaction=True) }}
 

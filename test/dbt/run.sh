@@ -376,6 +376,11 @@ expect "the new versions carry it" "ANN BOB CY DEE" \
     "$(q $DB "SELECT string_agg(owner_code, ' ' ORDER BY owner_code) FROM analytics.dim_account WHERE is_current")"
 before_a=$(accounts)
 
+# --empty renders the sources empty: no load (a full extract with no rows
+# would close every key).
+expect_dbt "dbt run --empty" run --empty -s dim_account
+expect "loads nothing" "$before_a success SCD2 0" "$(accounts) $(rows_affected dim_account)"
+
 # ---------------------------------------------------------------- a bad batch
 q $DB "INSERT INTO crm.accounts VALUES (NULL, 3, 'eve', 'pro')" >/dev/null
 before_runs=$(runs dim_account)
