@@ -52,8 +52,8 @@ typedef struct Scd2Config
 	Scd2Column	vt;				/* valid_to */
 	char	   *is_current;		/* quoted, or NULL */
 	char	   *sk;				/* quoted, or NULL */
-	bool		infinity;		/* current rows have a valid_to (not NULL): */
-	char	   *current_vt;		/* CAST('...' AS type), e.g. infinity */
+	bool		infinity;		/* current rows have a non-NULL valid_to, */
+	char	   *current_vt;		/* this one: CAST('infinity' AS type), ... */
 	bool		snapshot;		/* snapshot mode */
 	bool		detect_timestamp;	/* a change is a later effective time */
 
