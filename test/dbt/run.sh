@@ -25,8 +25,13 @@ SUITE=dbt
 # shellcheck source=../integration/lib.sh
 source "$root/test/integration/lib.sh"
 
-DBT_CORE_VERSION=1.11.16
-DBT_POSTGRES_VERSION=1.11.0
+# The pinned versions (SCD2_DBT_CORE_VERSION / SCD2_DBT_POSTGRES_VERSION
+# try others, each pair in a venv of its own).  dbt-core 1.11.16 is the
+# newest that installs from PyPI alone: 1.12 needs
+# dbt-core-experimental-parser, whose build downloads a binary from
+# outside PyPI.
+DBT_CORE_VERSION=${SCD2_DBT_CORE_VERSION:-1.11.16}
+DBT_POSTGRES_VERSION=${SCD2_DBT_POSTGRES_VERSION:-1.11.0}
 cache=/var/cache/scd2
 [ -w "$(dirname "$cache")" ] || [ -w "$cache" ] || cache=${XDG_CACHE_HOME:-$HOME/.cache}/scd2
 VENV=${SCD2_DBT_VENV:-$cache/dbt-venv-core$DBT_CORE_VERSION-postgres$DBT_POSTGRES_VERSION}
