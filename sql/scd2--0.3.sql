@@ -19,7 +19,7 @@ CREATE TABLE scd2.dimensions (
     valid_to_column      name     NOT NULL DEFAULT 'valid_to',
     is_current_column    name,
     surrogate_key_column name,
-    current_valid_to     text     NOT NULL DEFAULT 'null',
+    current_valid_to     text     NOT NULL DEFAULT 'null', -- 'null', or valid_to of current rows (canonical text)
     registered_by        name     NOT NULL DEFAULT current_user,
     registered_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
     created_indexes      name[]   NOT NULL DEFAULT '{}',  -- indexes scd2.register created (same schema)
@@ -27,8 +27,9 @@ CREATE TABLE scd2.dimensions (
     shape_types          regtype[],              -- ... their types when registered
     shape_typmods        integer[],              -- ... and typmods
     no_overlap_constraint name,                  -- exclusion constraint scd2 made (no_overlap)
+    detect               text     NOT NULL DEFAULT 'values',
     CONSTRAINT dimensions_mode_check CHECK (mode IN ('incremental', 'snapshot')),
-    CONSTRAINT dimensions_current_valid_to_check CHECK (current_valid_to IN ('null', 'infinity')),
+    CONSTRAINT dimensions_detect_check CHECK (detect IN ('values', 'timestamp')),
     CONSTRAINT dimensions_business_key_check CHECK (pg_catalog.cardinality(business_key) > 0)
 );
 COMMENT ON TABLE scd2.dimensions IS
@@ -135,7 +136,8 @@ CREATE FUNCTION scd2.register(
         surrogate_key_column name    DEFAULT NULL,
         current_valid_to     text    DEFAULT 'null',
         create_indexes       boolean DEFAULT true,
-        no_overlap           boolean DEFAULT false)
+        no_overlap           boolean DEFAULT false,
+        detect               text    DEFAULT 'values')
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -162,6 +164,8 @@ DECLARE
     v_current    regclass;
     v_asof       regclass;
     v_no_overlap name;
+    v_current_vt text := current_valid_to;
+    v_vt_text    text;
 BEGIN
     IF dimension IS NULL THEN
         RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -193,10 +197,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
     END IF;
-    IF current_valid_to IS NULL OR current_valid_to NOT IN ('null', 'infinity') THEN
-        RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+    IF current_valid_to IS NULL THEN
+        RAISE EXCEPTION 'invalid current_valid_to NULL'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use ''null'' (current rows have valid_to NULL) or ''infinity''.';
+                  HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
     END IF;
 
     -- The validity columns: both present, of one temporal type.
@@ -271,6 +275,53 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
     END IF;
+    IF detect IS NULL OR detect NOT IN ('values', 'timestamp') THEN
+        RAISE EXCEPTION 'invalid detect "%"', detect
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''values'' (a change is a different value of a tracked column) or ''timestamp'' (a change is a later effective time).';
+    END IF;
+    IF detect = 'timestamp' AND effective_column IS NULL THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' needs an effective_column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A row is a change exactly when its effective time is later than the current version''s start.',
+                  HINT = 'Name the staging column with the time the row changed (dbt''s updated_at) as effective_column.';
+    END IF;
+    IF detect = 'timestamp' AND pg_catalog.cardinality(COALESCE(type1, '{}')) > 0 THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' cannot have Type 1 columns'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'With timestamp detection every later row opens a new version and values are never compared, so no column is overwritten in place.',
+                  HINT = 'Leave type1 out, or use detect => ''values''.';
+    END IF;
+    IF effective_column = ANY (business_key || COALESCE(tracked, '{}') || COALESCE(type1, '{}')) THEN
+        RAISE EXCEPTION 'effective column % cannot be a business key, tracked or Type 1 column', pg_catalog.quote_ident(effective_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A dimension column named like the effective column is copied from staging into every new version and never compared.';
+    END IF;
+
+    -- The current rows' valid_to other than NULL: any value of valid_to's
+    -- type (a far-future date as dbt snapshots use, or infinity), stored
+    -- in its canonical ISO form, which reads back the same whatever the
+    -- session's DateStyle and TimeZone.
+    IF current_valid_to <> 'null' THEN
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT pg_catalog.to_json(CAST(%L AS %s)) #>> ''{}''',
+                                      current_valid_to, v_vt_type)
+               INTO v_current_vt;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('It is not a value of type %s (column %I): %s.',
+                                                 v_vt_type, valid_to_column, SQLERRM),
+                      HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END;
+        IF v_current_vt = '-infinity' THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Current rows end after every instant they cover.',
+                      HINT = 'Use ''null'', ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END IF;
+    END IF;
+
     -- A default staging table is read by scd2.apply_all as the dimension's
     -- owner: the registering role must be allowed to read it (or it could
     -- have it copied into its dimension), and so must the owner (loads
@@ -313,10 +364,15 @@ BEGIN
      WHERE a.attrelid = dimension AND a.attname = valid_from_column;
     SELECT pg_catalog.array_agg(a.attnum) INTO v_covers FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = dimension AND a.attname IN (valid_to_column, v_sk);
-    IF current_valid_to = 'null' THEN
+    IF v_current_vt = 'null' THEN
         v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
     ELSE
-        v_pred := pg_catalog.format('%I = %L::%s', valid_to_column, 'infinity',
+        -- The constant as this session prints it: that is how pg_get_expr
+        -- shows an existing index's predicate (_find_index compares them).
+        EXECUTE pg_catalog.format('SELECT CAST(%L AS %s)::pg_catalog.text', v_current_vt,
+                                  pg_catalog.format_type(v_vt_type, NULL))
+           INTO v_vt_text;
+        v_pred := pg_catalog.format('%I = %L::%s', valid_to_column, v_vt_text,
                                     pg_catalog.format_type(v_vt_type, NULL));
     END IF;
     SELECT d.created_indexes INTO v_old FROM scd2.dimensions d WHERE d.dimension = register.dimension;
@@ -367,12 +423,12 @@ BEGIN
     PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
-                                 current_valid_to);
-    PERFORM scd2._registry_store_created(dimension, v_created, v_no_overlap);
+                                 v_current_vt);
+    PERFORM scd2._registry_store_more(dimension, v_created, v_no_overlap, detect);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
 
 ------------------------------------------------------------------------------
@@ -547,13 +603,13 @@ LANGUAGE C STRICT VOLATILE;
 COMMENT ON FUNCTION scd2._choose_index_name(regclass, text) IS
     'internal: a free name for a new index of a dimension, chosen as PostgreSQL chooses one (table name, label, a number if taken)';
 
-CREATE FUNCTION scd2._registry_store_created(dimension regclass, created_indexes name[],
-        no_overlap_constraint name)
+CREATE FUNCTION scd2._registry_store_more(dimension regclass, created_indexes name[],
+        no_overlap_constraint name, detect text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'scd2_registry_store_created'
+AS 'MODULE_PATHNAME', 'scd2_registry_store_more'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
-COMMENT ON FUNCTION scd2._registry_store_created(regclass, name[], name) IS
-    'internal: records the indexes and the no_overlap constraint scd2.register created, and the shape the dimension was registered with (the caller must own the dimension)';
+COMMENT ON FUNCTION scd2._registry_store_more(regclass, name[], name, text) IS
+    'internal: records what scd2.register stores beyond the 0.2 registration: the indexes and the no_overlap constraint it created, the change detection, and the shape the dimension was registered with (the caller must own the dimension)';
 
 ------------------------------------------------------------------------------
 -- unregister
@@ -646,8 +702,8 @@ BEGIN
        AND a.attname IS DISTINCT FROM effective_column
        AND a.attname IS DISTINCT FROM delete_column;
 
-    IF current_valid_to = 'infinity' THEN
-        v_vt_def := ' NOT NULL DEFAULT ''infinity''';
+    IF current_valid_to IS DISTINCT FROM 'null' THEN
+        v_vt_def := pg_catalog.format(' NOT NULL DEFAULT %L', current_valid_to);
     END IF;
     EXECUTE pg_catalog.format(
         'CREATE TABLE %s (%I bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, %s, '

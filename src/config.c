@@ -42,6 +42,7 @@ typedef struct Registration
 	Datum		shape_columns;	/* text[], oid[], int4[] */
 	Datum		shape_types;
 	Datum		shape_typmods;
+	char	   *detect;
 } Registration;
 
 /* "schema"."table", quoted as needed. */
@@ -104,12 +105,18 @@ read_registration(Oid dim_oid, const char *dim_name)
 	Datum		d;
 	int			rc;
 
+	/*
+	 * detect (0.3) is read through to_jsonb: a registry of an older
+	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
+	 * and loads with value detection.
+	 */
 	rc = SPI_execute_with_args(
 		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
 				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
 				 "       valid_from_column, valid_to_column, is_current_column,"
-				 "       surrogate_key_column, current_valid_to, %s"
-				 "  FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+				 "       surrogate_key_column, current_valid_to, %s,"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values')"
+				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 scd2_registry_shape_sql()),
 		1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
@@ -152,6 +159,7 @@ read_registration(Oid dim_oid, const char *dim_name)
 		reg->shape_typmods = SPI_datumTransfer(SPI_getbinval(tup, desc, 14, &n3), false, -1);
 		reg->has_shape = !n2 && !n3;
 	}
+	reg->detect = spi_text_or_null(tup, desc, 15);
 	return reg;
 }
 
@@ -541,8 +549,13 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 		cfg->sk = pstrdup(quote_identifier(reg->surrogate_key));
 		excluded = lappend(excluded, reg->surrogate_key);
 	}
-	cfg->infinity = strcmp(reg->current_valid_to, "infinity") == 0;
+	/* 'null', or the canonical text of the current rows' valid_to */
+	cfg->infinity = strcmp(reg->current_valid_to, "null") != 0;
+	if (cfg->infinity)
+		cfg->current_vt = psprintf("CAST(%s AS %s)", quote_literal_cstr(reg->current_valid_to),
+								   cfg->vt.type_sql);
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
+	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
 
 	/* Business key: must be comparable with = and indexable. */
 	cfg->keys = describe_list(reg->business_key, dim, "a business key column", cfg->dim_name, &cfg->nkeys);
@@ -620,15 +633,15 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	for (int i = 0; i < cfg->ntype1; i++)
 		require_staging_column(stg, &cfg->type1[i], "a Type 1 column", cfg);
 	excluded = list_concat(excluded, reg->type1);
-	if (reg->effective_column)
-		excluded = lappend(excluded, reg->effective_column);
 	if (reg->delete_column)
 		excluded = lappend(excluded, reg->delete_column);
 
 	/*
 	 * Tracked columns: as registered, or every column the staging table
 	 * shares with the dimension that is not a key, bookkeeping or Type 1
-	 * column.  The remaining shared columns are copied into new versions.
+	 * column.  The remaining shared columns are copied into new versions:
+	 * among them a dimension column named like the effective column (dbt's
+	 * updated_at), which is never tracked.
 	 */
 	tracked = reg->tracked_all ? NIL : reg->tracked;
 	for (int i = 0; i < dim->natts; i++)
@@ -640,7 +653,8 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 			att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS ||
 			name_in_list(excluded, name) || find_attribute(stg, name) == NULL)
 			continue;
-		if (reg->tracked_all)
+		if (reg->tracked_all &&
+			!(reg->effective_column && strcmp(name, reg->effective_column) == 0))
 			tracked = lappend(tracked, pstrdup(name));
 		else if (!name_in_list(reg->tracked, name))
 			other = lappend(other, pstrdup(name));

@@ -770,6 +770,28 @@ check_conversions(LoadState *st)
 	ReThrowError(err);			/* not found again: the error as it was */
 }
 
+/*
+ * With a current valid_to other than NULL (infinity, '9999-12-31'), every
+ * effective time must be before it: a version starting there would end
+ * after the end of time, and a closed one ending there would read as
+ * current.
+ */
+static void
+check_before_current_valid_to(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+
+	load_exec(st, scd2_sql_beyond_current(cfg), SPI_OK_SELECT, "checking effective times");
+	if (SPI_processed == 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("staging table %s has an effective time at or after the current rows' valid_to", cfg->stg_name),
+			 errdetail("Dimension %s marks current rows with valid_to %s; the effective time of row %s is not before it.",
+					   cfg->dim_name, cfg->current_vt, scd2_spi_text(0, 1)),
+			 errhint("Fix the effective times, or register the dimension with a later current_valid_to; nothing was loaded.")));
+}
+
 /* Number of rows in a work table. */
 static int64
 count_rows(LoadState *st, const char *table)
@@ -1051,6 +1073,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	/* 3. */
 	check_conversions(&st);
 	m->source_rows = validate_staging(&st, &several);
+	if (cfg->infinity)
+		check_before_current_valid_to(&st);
 
 	if (cfg->snapshot && m->source_rows == 0 && !allow_empty_snapshot)
 		ereport(ERROR,

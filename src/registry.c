@@ -20,7 +20,7 @@
 PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
-PG_FUNCTION_INFO_V1(scd2_registry_store_created);
+PG_FUNCTION_INFO_V1(scd2_registry_store_more);
 PG_FUNCTION_INFO_V1(scd2_choose_index_name);
 
 static void
@@ -172,36 +172,40 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 	"  WHERE u.c IS NOT NULL)"
 
 /*
- * After scd2.register stored a registration: what it created -- the
- * indexes and the no_overlap exclusion constraint (NULL: none), by name:
+ * After scd2.register stored a registration (_registry_store, whose
+ * arguments are 0.2's): what 0.3 adds to it -- the indexes and the
+ * no_overlap exclusion constraint it created (NULL: none), by name:
  * indexes and constraints live with their table, and names, unlike OIDs,
- * are what pg_dump keeps -- and the dimension's shape.
+ * are what pg_dump keeps -- the change detection ('values' or
+ * 'timestamp'; the registry's CHECK refuses others), and the dimension's
+ * shape.
  */
 Datum
-scd2_registry_store_created(PG_FUNCTION_ARGS)
+scd2_registry_store_more(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[3] = {REGCLASSOID, NAMEARRAYOID, NAMEOID};
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Oid			argtypes[4] = {REGCLASSOID, NAMEARRAYOID, NAMEOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	int			rc;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension and created_indexes must not be NULL")));
+				 errmsg("dimension, created_indexes and detect must not be NULL")));
 	require_owner(PG_GETARG_OID(0));
-	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_GETARG_DATUM(1);
-	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	for (int i = 0; i < 4; i++)
+	{
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	rc = exec_as_owner("UPDATE scd2.dimensions d SET created_indexes = $2,"
-					   " no_overlap_constraint = $3, " SHAPE_SQL
+					   " no_overlap_constraint = $3, detect = $4, " SHAPE_SQL
 					   " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-					   3, argtypes, values, nulls);
+					   4, argtypes, values, nulls);
 	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "scd2: storing what the registration created failed: %s",
+		elog(ERROR, "scd2: storing the registration's indexes, constraint and detection failed: %s",
 			 SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -65,8 +65,10 @@ typedef struct Scd2Config
 	Scd2Column	vt;				/* valid_to */
 	char	   *is_current;		/* quoted, or NULL */
 	char	   *sk;				/* quoted, or NULL */
-	bool		infinity;		/* current rows have valid_to = infinity */
+	bool		infinity;		/* current rows have a non-NULL valid_to, */
+	char	   *current_vt;		/* this one: CAST('infinity' AS type), ... */
 	bool		snapshot;		/* snapshot mode */
+	bool		detect_timestamp;	/* a change is a later effective time */
 
 	char	   *eff_col;		/* quoted staging column, or NULL */
 	char	   *eff_name;		/* the same, unquoted, for messages */
@@ -173,6 +175,7 @@ extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
+extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 
 /* load.c */
 extern void scd2_load_init_gucs(void);

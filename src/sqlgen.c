@@ -151,8 +151,8 @@ static char *
 current_pred(const Scd2Config *cfg, const char *alias)
 {
 	if (cfg->infinity)
-		return psprintf("%s.%s OPERATOR(pg_catalog.=) CAST('infinity' AS %s)",
-						alias, cfg->vt.ident, cfg->vt.type_sql);
+		return psprintf("%s.%s OPERATOR(pg_catalog.=) %s",
+						alias, cfg->vt.ident, cfg->current_vt);
 	return psprintf("%s.%s IS NULL", alias, cfg->vt.ident);
 }
 
@@ -161,8 +161,8 @@ static char *
 open_vt(const Scd2Config *cfg, const char *alias)
 {
 	if (cfg->infinity)
-		return psprintf("NULLIF(%s.%s, CAST('infinity' AS %s))",
-						alias, cfg->vt.ident, cfg->vt.type_sql);
+		return psprintf("NULLIF(%s.%s, %s)",
+						alias, cfg->vt.ident, cfg->current_vt);
 	return psprintf("%s.%s", alias, cfg->vt.ident);
 }
 
@@ -171,7 +171,7 @@ static char *
 stored_vt(const Scd2Config *cfg, const char *expr)
 {
 	if (cfg->infinity)
-		return psprintf("COALESCE(%s, CAST('infinity' AS %s))", expr, cfg->vt.type_sql);
+		return psprintf("COALESCE(%s, %s)", expr, cfg->current_vt);
 	return pstrdup(expr);
 }
 
@@ -180,7 +180,7 @@ stored_vt(const Scd2Config *cfg, const char *expr)
  * the effective time as _t, the delete marker folded into _present.
  */
 static void
-append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
+append_all_staging(StringInfo buf, const Scd2Config *cfg)
 {
 	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
 	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
@@ -204,6 +204,29 @@ append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
 	else
 		appendStringInfoString(buf, X("true AS `_present"));
 	appendStringInfo(buf, " FROM %s s)", cfg->stg_sql);
+}
+
+/*
+ * The staging rows a load classifies: all of them, or with timestamp
+ * detection (dbt's timestamp strategy) only the rows later than the key's
+ * history -- after the start of its latest version and not before that
+ * version's end -- the others are ignored (counted as unchanged).
+ */
+static void
+append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
+{
+	if (!cfg->detect_timestamp)
+	{
+		append_all_staging(buf, cfg);
+		return;
+	}
+	appendStringInfoString(buf, "(SELECT * FROM ");
+	append_all_staging(buf, cfg);
+	appendStringInfo(buf, X(" s WHERE NOT EXISTS (SELECT 1 FROM (SELECT h.%s AS `_hvf, %s AS `_hvt FROM %s h WHERE "),
+					 cfg->vf.ident, open_vt(cfg, "h"), cfg->dim_sql);
+	append_key_join(buf, cfg, "h", "s");
+	appendStringInfo(buf, X(" ORDER BY h.%s DESC LIMIT 1) l WHERE l.`_hvf >= s.`_t OR l.`_hvt > s.`_t))"),
+					 cfg->vf.ident);
 }
 
 /* All loaded non-key columns: tracked, Type 1, other. */
@@ -345,7 +368,7 @@ scd2_sql_validate(const Scd2Config *cfg)
 		else
 			appendStringInfoString(&buf, "0");
 		appendStringInfoString(&buf, " FROM ");
-		append_normalized_staging(&buf, cfg);
+		append_all_staging(&buf, cfg);
 		appendStringInfoString(&buf, " s");
 		return buf.data;
 	}
@@ -369,7 +392,7 @@ scd2_sql_validate(const Scd2Config *cfg)
 	else
 		appendStringInfoString(&buf, "0");
 	appendStringInfoString(&buf, X(" AS `_nf FROM "));
-	append_normalized_staging(&buf, cfg);
+	append_all_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s GROUP BY ");
 	append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfoString(&buf, ") g");
@@ -655,7 +678,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 						   "   WHEN c.`_t <= c.`_dvf THEN 'complex'"
 						   "   WHEN NOT c.`_present THEN 'delete'"
 						   "   WHEN NOT ("));
-	append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
+	if (cfg->detect_timestamp)
+		appendStringInfoString(&buf, "false");	/* a later row is a change */
+	else
+		append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
 	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
 	append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e");
 	appendStringInfoString(&buf,
@@ -735,7 +761,7 @@ scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *ke
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "WITH m AS (SELECT d.* FROM %s d WHERE %s AND NOT EXISTS (SELECT 1 FROM ",
 					 cfg->dim_sql, current_pred(cfg, "d"));
-	append_normalized_staging(&buf, cfg);
+	append_all_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s WHERE ");
 	append_key_join(&buf, cfg, "s", "d");
 	appendStringInfo(&buf, X(")), mx AS (INSERT INTO %s (`_n, `_snap"), keys);
@@ -923,7 +949,10 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool cr
 
 	appendStringInfoString(&buf,
 						   X("c AS (SELECT o.*, NOT (`_present = COALESCE(`_pp, false) AND (NOT `_present OR ("));
-	append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
+	if (cfg->detect_timestamp)
+		appendStringInfoString(&buf, "false");	/* every later instant is a change */
+	else
+		append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
 	appendStringInfoString(&buf, X("))) AS `_diff FROM o), "
 						   "k AS (SELECT c.*, (`_prio = 1 OR `_diff) AS `_keep,"
 						   " COALESCE(`_prio = 2 AND `_pprio = 1 AND `_pt = `_t AND `_diff, false) AS `_conflict"
@@ -1157,4 +1186,21 @@ scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg)
 	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
 					scd2_sql_merge(cfg, chg), sk,
 					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
+}
+
+/*
+ * A staging row whose effective time is at or after the current rows'
+ * valid_to (e.g. '9999-12-31'), as JSON, or none: such a row would make a
+ * version that ends after "forever".
+ */
+char *
+scd2_sql_beyond_current(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text FROM %s s WHERE CAST(%s AS %s) >= %s LIMIT 1",
+					 cfg->stg_sql, cfg->eff_col ? psprintf("s.%s", cfg->eff_col) : "$1",
+					 cfg->vf.type_sql, cfg->current_vt);
+	return buf.data;
 }

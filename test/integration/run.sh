@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # scd2 integration tests: where users run it.
 #   pg_cron.sh       scheduled CALL scd2.apply / scd2.apply_all under pg_cron
-#   dbt_replay.sh    the statements dbt-postgres sends for a table model
-#                    with a post-hook (inside the transaction, after_commit)
 #   dump_restore.sh  pg_dump -Fc / pg_restore of registered dimensions
+# (dbt, with real dbt runs of the post-hook example: test/dbt/run.sh)
 # Needs a running server (PGHOST, PGPORT, PGUSER: a superuser) with scd2
 # installed and pg_cron preloaded (cron.database_name = 'postgres'), as
 # scripts/test.sh starts it.  pg_cron.sh waits for the scheduler (up to a
@@ -18,12 +17,11 @@ trap 'rm -rf "$out"' EXIT
 started=$SECONDS
 "$here/pg_cron.sh" >"$out/pg_cron" 2>&1 &
 cron_pid=$!
-"$here/dbt_replay.sh" >"$out/dbt_replay" 2>&1
 "$here/dump_restore.sh" >"$out/dump_restore" 2>&1
 wait "$cron_pid"
 
 passed=0 failed=0 skipped=0
-for t in pg_cron dbt_replay dump_restore; do
+for t in pg_cron dump_restore; do
     echo "== $t"
     cat "$out/$t"
     line=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out/$t" | tail -1)

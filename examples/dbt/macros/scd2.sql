@@ -10,7 +10,8 @@
   {%- set sql -%}
     select scd2.create_dimension('{{ dimension }}', '{{ staging_relation }}', array[{{ keys | join(', ') }}]::name[])
   {%- endset -%}
-  {% do run_query(sql) %}
+  {#- statement() opens dbt's transaction (run_query does not), so the commit has one to commit -#}
+  {% call statement('scd2_create_dimension', auto_begin=True) %}{{ sql }}{% endcall %}
   {% do adapter.commit() %}
   {{ log("scd2: created and registered " ~ dimension ~ " from " ~ staging_relation, info=True) }}
 {% endmacro %}

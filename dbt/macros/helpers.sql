@@ -1,0 +1,150 @@
+{#-
+  Helpers of the scd2 materialization: SQL literals and identifiers built
+  from model config (never pasted in unquoted), the model's configuration,
+  and the registry of the extension.
+-#}
+
+{#- A double-quoted identifier. -#}
+{% macro scd2__ident(name) -%}
+  "{{ name | replace('"', '""') }}"
+{%- endmacro %}
+
+{#- A single-quoted string literal (text). -#}
+{% macro scd2__literal(value) -%}
+  '{{ value | string | replace("'", "''") }}'
+{%- endmacro %}
+
+{#- A relation as a regclass literal: schema.name (a temporary relation by name alone). -#}
+{% macro scd2__regclass(relation) -%}
+  {{ scd2.scd2__literal(relation.include(database=False)) }}::pg_catalog.regclass
+{%- endmacro %}
+
+{#- A list of column names as name[] (NULL for none). -#}
+{% macro scd2__names(names) -%}
+  {%- if names is none -%}
+    NULL::pg_catalog.name[]
+  {%- else -%}
+    ARRAY[{%- for n in names -%}{{ scd2.scd2__literal(n) }}{{ ", " if not loop.last }}{%- endfor -%}]::pg_catalog.name[]
+  {%- endif -%}
+{%- endmacro %}
+
+{#- A name or NULL. -#}
+{% macro scd2__name_or_null(name) -%}
+  {%- if name is none -%} NULL::pg_catalog.name {%- else -%} {{ scd2.scd2__literal(name) }}::pg_catalog.name {%- endif -%}
+{%- endmacro %}
+
+{#- A string or list config value as a list (none stays none). -#}
+{% macro scd2__as_list(value, what) -%}
+  {%- if value is none -%}
+    {{ return(none) }}
+  {%- elif value is string -%}
+    {{ return([value]) }}
+  {%- elif value is iterable and value is not mapping -%}
+    {{ return(value | list) }}
+  {%- else -%}
+    {{ exceptions.raise_compiler_error("scd2: config " ~ what ~ " must be a column name or a list of column names, not " ~ value) }}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- An optional column name: none, false or '' mean "no such column". -#}
+{% macro scd2__optional_name(value) -%}
+  {{ return(none if (value is none or value is false or value == '') else value) }}
+{%- endmacro %}
+
+{#-
+  The model's scd2 configuration, with the extension's defaults (names as
+  in scd2.register / scd2.create_dimension).
+-#}
+{% macro scd2__config() -%}
+  {%- set unique_key = scd2.scd2__as_list(config.get('unique_key'), 'unique_key') -%}
+  {%- if not unique_key -%}
+    {{ exceptions.raise_compiler_error("scd2: model " ~ model.name ~ " needs config unique_key (the business key: a column or a list of columns)") }}
+  {%- endif -%}
+  {%- set mode = config.get('mode', 'incremental') -%}
+  {%- if mode not in ['incremental', 'snapshot'] -%}
+    {{ exceptions.raise_compiler_error("scd2: config mode of " ~ model.name ~ " must be 'incremental' (a missing key means nothing, dbt's hard_deletes='ignore') or 'snapshot' (the query is a full extract: missing keys are closed, hard_deletes='invalidate'), not '" ~ mode ~ "'") }}
+  {%- endif -%}
+  {%- set detect = config.get('detect', 'values') -%}
+  {%- if detect not in ['values', 'timestamp'] -%}
+    {{ exceptions.raise_compiler_error("scd2: config detect of " ~ model.name ~ " must be 'values' (a change is a change of a tracked column, dbt's check strategy) or 'timestamp' (a change is a later effective_column, dbt's timestamp strategy), not '" ~ detect ~ "'") }}
+  {%- endif -%}
+  {%- set current_valid_to = config.get('current_valid_to') -%}
+  {%- set on_schema_change = config.get('on_schema_change') or 'ignore' -%}
+  {%- if on_schema_change not in ['ignore', 'append_new_columns', 'sync_all_columns', 'fail'] -%}
+    {{ exceptions.raise_compiler_error("scd2: config on_schema_change of " ~ model.name ~ " must be 'ignore' (new columns of the model are not loaded), 'append_new_columns' or 'sync_all_columns' (they are added to the dimension; none is ever dropped) or 'fail', not '" ~ on_schema_change ~ "'") }}
+  {%- endif -%}
+  {%- do return({
+      'unique_key': unique_key,
+      'tracked': scd2.scd2__as_list(config.get('tracked'), 'tracked'),
+      'type1': scd2.scd2__as_list(config.get('type1'), 'type1'),
+      'effective_column': scd2.scd2__optional_name(config.get('effective_column')),
+      'delete_column': scd2.scd2__optional_name(config.get('delete_column')),
+      'mode': mode,
+      'detect': detect,
+      'current_valid_to': 'null' if current_valid_to is none else (current_valid_to | string),
+      'valid_from_column': config.get('valid_from_column', 'valid_from'),
+      'valid_to_column': config.get('valid_to_column', 'valid_to'),
+      'is_current_column': scd2.scd2__optional_name(config.get('is_current_column', 'is_current')),
+      'surrogate_key_column': scd2.scd2__optional_name(config.get('surrogate_key_column', 'sk')),
+      'rebuild_on_full_refresh': config.get('rebuild_on_full_refresh', false) is true,
+      'on_schema_change': on_schema_change,
+  }) -%}
+{%- endmacro %}
+
+{#- The named arguments of scd2.register for a configuration. -#}
+{% macro scd2__register_sql(target, cfg) -%}
+  select scd2.register({{ scd2.scd2__regclass(target) }}, {{ scd2.scd2__names(cfg.unique_key) }},
+      tracked => {{ scd2.scd2__names(cfg.tracked) }},
+      type1 => {{ scd2.scd2__names(cfg.type1) }},
+      effective_column => {{ scd2.scd2__name_or_null(cfg.effective_column) }},
+      delete_column => {{ scd2.scd2__name_or_null(cfg.delete_column) }},
+      mode => {{ scd2.scd2__literal(cfg.mode) }},
+      valid_from_column => {{ scd2.scd2__name_or_null(cfg.valid_from_column) }},
+      valid_to_column => {{ scd2.scd2__name_or_null(cfg.valid_to_column) }},
+      is_current_column => {{ scd2.scd2__name_or_null(cfg.is_current_column) }},
+      surrogate_key_column => {{ scd2.scd2__name_or_null(cfg.surrogate_key_column) }},
+      current_valid_to => {{ scd2.scd2__literal(cfg.current_valid_to) }}
+      {%- if cfg.detect != 'values' %},
+      detect => {{ scd2.scd2__literal(cfg.detect) }}
+      {%- endif %})
+{%- endmacro %}
+
+{#-
+  How the registration of a dimension compares with a configuration:
+  'missing' (not registered), 'same', 'options' (business key, tracked,
+  Type 1, effective/delete column, mode or detection differ: registering
+  again is safe) or 'bookkeeping' (bookkeeping column names or
+  current_valid_to differ: the existing rows follow the old ones).
+-#}
+{% macro scd2__registration_state(target, cfg) -%}
+  {%- set query -%}
+    select case
+        when d.dimension is null then 'missing'
+        when d.valid_from_column is distinct from {{ scd2.scd2__name_or_null(cfg.valid_from_column) }}
+          or d.valid_to_column is distinct from {{ scd2.scd2__name_or_null(cfg.valid_to_column) }}
+          or (d.is_current_column is distinct from {{ scd2.scd2__name_or_null(cfg.is_current_column) }}
+              and {{ scd2.scd2__name_or_null(cfg.is_current_column) }} is not null)
+          or (d.surrogate_key_column is distinct from {{ scd2.scd2__name_or_null(cfg.surrogate_key_column) }}
+              and {{ scd2.scd2__name_or_null(cfg.surrogate_key_column) }} is not null)
+          {%- if cfg.current_valid_to in ['null', 'infinity'] %}
+          or d.current_valid_to <> {{ scd2.scd2__literal(cfg.current_valid_to) }}
+          {%- else %}
+          or case when d.current_valid_to in ('null', 'infinity') then true
+                  else d.current_valid_to::pg_catalog.timestamptz <> {{ scd2.scd2__literal(cfg.current_valid_to) }}::pg_catalog.timestamptz end
+          {%- endif %}
+          then 'bookkeeping'
+        when d.business_key is distinct from {{ scd2.scd2__names(cfg.unique_key) }}
+          or d.tracked is distinct from {{ scd2.scd2__names(cfg.tracked) }}
+          or d.type1 is distinct from coalesce({{ scd2.scd2__names(cfg.type1) }}, '{}')
+          or d.effective_column is distinct from {{ scd2.scd2__name_or_null(cfg.effective_column) }}
+          or d.delete_column is distinct from {{ scd2.scd2__name_or_null(cfg.delete_column) }}
+          or d.mode is distinct from {{ scd2.scd2__literal(cfg.mode) }}
+          or coalesce(pg_catalog.to_jsonb(d) ->> 'detect', 'values') is distinct from {{ scd2.scd2__literal(cfg.detect) }}
+          then 'options'
+        else 'same' end
+      from (select 1) one
+      left join scd2.dimensions d on d.dimension = pg_catalog.to_regclass({{ scd2.scd2__literal(target.include(database=False)) }})
+  {%- endset -%}
+  {%- call statement('scd2_registration', fetch_result=True) -%}{{ query }}{%- endcall -%}
+  {{ return(load_result('scd2_registration')['data'][0][0]) }}
+{%- endmacro %}

@@ -1,0 +1,202 @@
+{#-
+  materialized='scd2': the model's SELECT is the staging query of an SCD
+  Type 2 dimension kept by the scd2 extension, and the model's relation is
+  the dimension.
+
+  Every run, inside the model's transaction:
+    1. stages the SELECT into a temporary table (dropped at commit);
+    2. on the first run, creates the dimension shaped after it (the model's
+       columns, less the delete marker, plus the bookkeeping columns) and
+       registers it with scd2.register; an existing table that is not
+       registered yet (e.g. a dbt snapshot taken over) is registered; a
+       registration that differs from the config is updated; columns new
+       in the model are added to the dimension (on_schema_change);
+    3. loads it with CALL scd2.apply (not with --empty);
+    4. reports the run's metrics as the adapter response (rows_affected =
+       rows written) and logs the run id.
+  --full-refresh never rebuilds the dimension (its history is not in the
+  source any more): it fails with a hint, unless the model sets
+  rebuild_on_full_refresh: true.
+-#}
+{% materialization scd2, adapter='postgres' %}
+
+  {%- set cfg = scd2.scd2__config() -%}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set grant_config = config.get('grants') -%}
+  {%- set full_refresh = should_full_refresh() -%}
+
+  {%- if existing_relation is not none and existing_relation.type != 'table' -%}
+    {{ exceptions.raise_compiler_error("scd2: " ~ target_relation ~ " exists and is a " ~ existing_relation.type ~ ", not a table; drop it or give the model another alias") }}
+  {%- endif -%}
+
+  {%- if existing_relation is not none and full_refresh and not cfg.rebuild_on_full_refresh -%}
+    {{ exceptions.raise_compiler_error("scd2: --full-refresh would destroy the history kept in " ~ target_relation ~ ", which the source cannot rebuild; the dimension was left alone.\n  Hint: run without --full-refresh (or exclude this model, or set full_refresh: false in its config). To rebuild the dimension from the current source on purpose, losing its history, set rebuild_on_full_refresh: true in the model's config for that run.") }}
+  {%- endif -%}
+
+  {{ run_hooks(pre_hooks, inside_transaction=False) }}
+  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+
+  {%- if existing_relation is not none and full_refresh -%}
+    {{ log("scd2: rebuilding " ~ target_relation ~ " (rebuild_on_full_refresh): its history is dropped", info=True) }}
+    {% do adapter.drop_relation(existing_relation) %}
+    {%- set existing_relation = none -%}
+  {%- endif -%}
+
+  {#- 1. stage -#}
+  {%- set staging_relation = make_temp_relation(target_relation) -%}
+  {% call statement('scd2_stage') -%}
+    create temporary table {{ staging_relation }} on commit drop as (
+      {{ sql }}
+    )
+  {%- endcall %}
+
+  {#- 2. the dimension and its registration -#}
+  {%- if existing_relation is none -%}
+    {% do scd2.scd2__create_dimension(target_relation, staging_relation, cfg) %}
+    {{ log("scd2: created " ~ target_relation ~ " and registered it (business key " ~ cfg.unique_key | join(', ') ~ ")", info=True) }}
+  {%- else -%}
+    {%- set state = scd2.scd2__registration_state(target_relation, cfg) -%}
+    {%- if state == 'bookkeeping' -%}
+      {{ exceptions.raise_compiler_error("scd2: the bookkeeping columns or current_valid_to in the config of " ~ model.name ~ " differ from the registration of " ~ target_relation ~ "; its existing rows follow the registration, so the dimension was left alone.\n  Hint: restore the config (see the registry: select * from scd2.dimensions), or migrate the table and register it again by hand.") }}
+    {%- elif state != 'same' -%}
+      {% call statement('scd2_register') -%}
+        {{ scd2.scd2__register_sql(target_relation, cfg) }}
+      {%- endcall %}
+      {{ log("scd2: " ~ ("registered the existing table " if state == 'missing' else "updated the registration of ") ~ target_relation, info=True) }}
+    {%- endif -%}
+    {% do scd2.scd2__new_columns(target_relation, staging_relation, cfg) %}
+  {%- endif -%}
+
+  {#- 3. load (not with --empty: an empty extract would close every key in snapshot mode) -#}
+  {%- if flags.EMPTY is true -%}
+    {{ log("scd2: --empty: " ~ target_relation ~ " was not loaded", info=True) }}
+    {% call noop_statement('main', 'SCD2 0 (--empty)', 'SCD2', 0) -%}
+      -- --empty: no load
+    {%- endcall %}
+  {%- else -%}
+  {% call statement('scd2_apply', fetch_result=True) -%}
+    call scd2.apply({{ scd2.scd2__regclass(staging_relation) }}, {{ scd2.scd2__regclass(target_relation) }})
+  {%- endcall %}
+  {%- set run_id = load_result('scd2_apply')['data'][0][0] -%}
+
+  {#- 4. report -#}
+  {% call statement('scd2_metrics', fetch_result=True) -%}
+    select source_rows, inserted, new_versions, closed, deleted, shortened, type1_updated, unchanged, duplicates
+      from scd2.audit_log where run_id = {{ run_id }}
+  {%- endcall %}
+  {%- set m = load_result('scd2_metrics')['data'][0] -%}
+  {%- set written = m[1] + m[2] + m[3] + m[4] + m[5] + m[6] -%}
+  {%- set summary = "scd2 run " ~ run_id ~ ": " ~ m[0] ~ " source rows, " ~ m[1] ~ " inserted, " ~ m[2] ~ " new versions, " ~ m[3] ~ " closed, " ~ m[4] ~ " deleted, " ~ m[5] ~ " shortened, " ~ m[6] ~ " type1 updated, " ~ m[7] ~ " unchanged, " ~ m[8] ~ " duplicates" -%}
+  {{ log(summary ~ " (" ~ target_relation ~ ", scd2.audit_log)", info=True) }}
+  {% call noop_statement('main', 'SCD2 ' ~ written, 'SCD2', written) -%}
+    -- {{ summary }}
+  {%- endcall %}
+  {%- endif -%}
+
+  {{ run_hooks(post_hooks, inside_transaction=True) }}
+
+  {%- set should_revoke = should_revoke(existing_relation, full_refresh_mode=False) -%}
+  {% do apply_grants(target_relation, grant_config, should_revoke=should_revoke) %}
+  {% do persist_docs(target_relation, model) %}
+
+  {{ adapter.commit() }}
+
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
+
+  {{ return({'relations': [target_relation]}) }}
+
+{% endmaterialization %}
+
+{#-
+  The first run: the dimension has the model's columns (types, typmods and
+  collations of the SELECT), less the delete marker, with the business key
+  NOT NULL, then the bookkeeping columns: surrogate key (identity),
+  valid_from and valid_to (of the effective column's type when it has a
+  date/time type, else timestamptz; a current_valid_to other than null is
+  valid_to's default) and is_current.  The effective column stays a column
+  of the dimension, filled from staging in every new version (dbt's
+  updated_at).
+-#}
+{% macro scd2__create_dimension(target, staging, cfg) %}
+  {%- set validity_type = 'timestamp with time zone' -%}
+  {%- if cfg.effective_column is not none -%}
+    {% call statement('scd2_effective_type', fetch_result=True) -%}
+      select pg_catalog.format_type(a.atttypid, a.atttypmod)
+        from pg_catalog.pg_attribute a
+       where a.attrelid = {{ scd2.scd2__regclass(staging) }} and a.attname = {{ scd2.scd2__literal(cfg.effective_column) }}
+         and a.atttypid in ('timestamptz'::pg_catalog.regtype, 'timestamp'::pg_catalog.regtype, 'date'::pg_catalog.regtype)
+    {%- endcall %}
+    {%- set rows = load_result('scd2_effective_type')['data'] -%}
+    {%- if rows | length > 0 -%}{%- set validity_type = rows[0][0] -%}{%- endif -%}
+  {%- endif -%}
+  {% call statement('scd2_create') -%}
+    create table {{ target }} as select * from {{ staging }} with no data;
+    {%- if cfg.delete_column is not none %}
+    alter table {{ target }} drop column {{ scd2.scd2__ident(cfg.delete_column) }};
+    {%- endif %}
+    alter table {{ target }}
+    {%- for k in cfg.unique_key %}
+        alter column {{ scd2.scd2__ident(k) }} set not null,
+    {%- endfor %}
+    {%- if cfg.surrogate_key_column is not none %}
+        add column {{ scd2.scd2__ident(cfg.surrogate_key_column) }} bigint generated always as identity primary key,
+    {%- endif %}
+        add column {{ scd2.scd2__ident(cfg.valid_from_column) }} {{ validity_type }} not null,
+        add column {{ scd2.scd2__ident(cfg.valid_to_column) }} {{ validity_type }}
+        {%- if cfg.current_valid_to != 'null' %} not null default {{ scd2.scd2__literal(cfg.current_valid_to) }}{% endif %}
+    {%- if cfg.is_current_column is not none %},
+        add column {{ scd2.scd2__ident(cfg.is_current_column) }} boolean not null default true
+    {%- endif %};
+    {{ scd2.scd2__register_sql(target, cfg) }}
+  {%- endcall %}
+{% endmacro %}
+
+{#-
+  Columns of the model the dimension does not have yet (less the delete
+  marker), by dbt's on_schema_change: 'ignore' (dbt's default) loads
+  without them; 'append_new_columns' (what dbt snapshots do) adds them with
+  the model's types and collations -- rows written from now on fill them,
+  existing rows keep NULL; 'sync_all_columns' does the same (a column the
+  model no longer has is never dropped: it holds history); 'fail' stops
+  the run naming them.  Columns the model no longer has stay in the
+  dimension (new versions get their defaults).
+-#}
+{% macro scd2__new_columns(target, staging, cfg) %}
+  {%- if cfg.on_schema_change == 'ignore' -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {% call statement('scd2_new_columns', fetch_result=True) -%}
+    select pg_catalog.quote_ident(a.attname::text) || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod)
+           || case when a.attcollation <> 0 and a.attcollation <> t.typcollation
+                   then ' collate ' || (select pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.collname::text)
+                                          from pg_catalog.pg_collation c join pg_catalog.pg_namespace n on n.oid = c.collnamespace
+                                         where c.oid = a.attcollation)
+                   else '' end,
+           a.attname::text
+      from pg_catalog.pg_attribute a
+      join pg_catalog.pg_type t on t.oid = a.atttypid
+     where a.attrelid = {{ scd2.scd2__regclass(staging) }} and a.attnum > 0 and not a.attisdropped
+       and a.attname is distinct from {{ scd2.scd2__name_or_null(cfg.delete_column) }}
+       and not exists (select from pg_catalog.pg_attribute d
+                        where d.attrelid = {{ scd2.scd2__regclass(target) }} and d.attname = a.attname
+                          and d.attnum > 0 and not d.attisdropped)
+     order by a.attnum
+  {%- endcall %}
+  {%- set rows = load_result('scd2_new_columns')['data'] -%}
+  {%- if rows | length == 0 -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set names = [] -%}
+  {%- for r in rows -%}{%- do names.append(r[1]) -%}{%- endfor -%}
+  {%- if cfg.on_schema_change == 'fail' -%}
+    {{ exceptions.raise_compiler_error("scd2: model " ~ model.name ~ " has columns that " ~ target ~ " lacks: " ~ names | join(', ') ~ "; nothing was loaded.\n  Hint: add them to the dimension, or set on_schema_change: append_new_columns (adds them) or ignore (loads without them).") }}
+  {%- endif -%}
+  {% call statement('scd2_add_columns') -%}
+    alter table {{ target }}
+    {%- for r in rows %}
+        add column {{ r[0] }}{{ "," if not loop.last }}
+    {%- endfor %}
+  {%- endcall %}
+  {{ log("scd2: added the model's new columns to " ~ target ~ ": " ~ names | join(', '), info=True) }}
+{% endmacro %}
