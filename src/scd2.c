@@ -16,5 +16,6 @@ void
 _PG_init(void)
 {
 	scd2_asof_init_gucs();
+	scd2_changelog_init_gucs();
 	MarkGUCPrefixReserved("scd2");
 }

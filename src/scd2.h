@@ -132,6 +132,14 @@ extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
 								bool dry_run);
 
+/* changelog.c */
+extern void scd2_changelog_init_gucs(void);
+extern void scd2_pin_text_forms(void);
+extern int64 scd2_changelog_before(const Scd2Config *cfg, const char *chg, Snapshot snap);
+extern void scd2_changelog_after(const Scd2Config *cfg, const char *chg, Snapshot snap,
+								 int64 run_id, int64 inserted);
+extern int64 scd2_changelog_claim_run_id(const char *dim_name);
+
 /* util.c */
 extern int	scd2_pin_search_path(void);
 extern void scd2_unpin(int nestlevel);

@@ -1,0 +1,547 @@
+/*
+ * revert.c -- scd2.revert(run_id): undo one successful load exactly, from
+ * its change log (changelog.c).
+ *
+ * Order of work:
+ *   1. read the run (audit row and change-log header) and refuse what
+ *      cannot be reverted: unknown runs, failed runs, dry runs, reverts,
+ *      runs already reverted, runs without a change log or whose change
+ *      log was pruned;
+ *   2. check the privileges a load needs (SELECT, INSERT, UPDATE) and
+ *      DELETE, and take a load's lock on the dimension (SHARE ROW
+ *      EXCLUSIVE: loads and reverts of one dimension queue up, readers do
+ *      not wait); read the run again under the lock;
+ *   3. refuse unless the run is the newest successful load of its
+ *      dimension (the error names the later runs);
+ *   4. delete the versions the run inserted, then restore valid_to,
+ *      is_current and the Type 1 columns of the rows it updated (deleting
+ *      first: the restored current rows must not meet the current rows
+ *      the run inserted in the unique index on current rows); each
+ *      statement must touch exactly the rows the change log names;
+ *   5. write the revert's own audit row (status 'revert'), mark the run
+ *      'reverted'.
+ * Everything happens in the caller's transaction: a refused or failed
+ * revert writes nothing.
+ *
+ * The change log is read as the extension owner (it holds dimension data:
+ * PUBLIC cannot read it); the dimension is written with the caller's own
+ * rights, the values passed in as parameters.
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+PG_FUNCTION_INFO_V1(scd2_revert);
+
+/* One column named by a run's change log, resolved in the dimension. */
+typedef struct LoggedColumn
+{
+	char	   *name;
+	char	   *ident;
+	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
+	char	   *eqop_sql;		/* OPERATOR(schema.=) */
+} LoggedColumn;
+
+/* OPERATOR(schema.=) for an operator OID. */
+static char *
+operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *out;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	out = psprintf("OPERATOR(%s.%s)",
+				   quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* " COLLATE schema.name" of a collatable column, else "". */
+static char *
+collate_sql(Oid collid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *out;
+
+	if (!OidIsValid(collid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	out = psprintf(" COLLATE %s",
+				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+											  NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* The columns of a name[] of the change log, found in the dimension. */
+static LoggedColumn *
+resolve_columns(Relation rel, Datum names, bool key, int64 run_id, const char *dim_name, int *n)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *elems;
+	bool	   *nulls;
+	LoggedColumn *cols;
+
+	deconstruct_array(DatumGetArrayTypeP(names), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &elems, &nulls, n);
+	cols = palloc0(sizeof(LoggedColumn) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		const char *name = NameStr(*DatumGetName(elems[i]));
+		Form_pg_attribute att = NULL;
+
+		for (int a = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), name) == 0)
+				att = TupleDescAttr(desc, a);
+		if (att == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("dimension %s has no column \"%s\", which run %lld changed",
+							dim_name, name, (long long) run_id),
+					 errdetail("The change log of run %lld names the column; it was dropped or renamed since.",
+							   (long long) run_id),
+					 errhint("Give the column back its name (or add it again) to revert the run.")));
+		cols[i].name = pstrdup(name);
+		cols[i].ident = pstrdup(quote_identifier(name));
+		cols[i].def = psprintf("%s %s%s", cols[i].ident,
+							   format_type_extended(att->atttypid, att->atttypmod,
+													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
+							   collate_sql(att->attcollation));
+		if (key)
+		{
+			TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
+
+			if (!OidIsValid(tc->eq_opr))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("column \"%s\" of %s has type %s, which has no equality operator",
+								name, dim_name, format_type_be(att->atttypid)),
+						 errhint("A business key column must have a type with a btree operator class.")));
+			cols[i].eqop_sql = operator_sql(tc->eq_opr);
+		}
+	}
+	return cols;
+}
+
+/* A load's privileges on the dimension, and DELETE. */
+static void
+check_privileges(Oid dim_oid, const char *dim_name)
+{
+	AclMode		mode = ACL_SELECT | ACL_INSERT | ACL_UPDATE | ACL_DELETE;
+	AclMode		missing = mode & ~pg_class_aclmask(dim_oid, GetUserId(), mode, ACLMASK_ALL);
+
+	if (missing != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for dimension %s", dim_name),
+				 errdetail("A revert needs what a load needs (SELECT, INSERT and UPDATE) and DELETE on the dimension; missing:%s%s%s%s.",
+						   (missing & ACL_SELECT) ? " SELECT" : "",
+						   (missing & ACL_INSERT) ? " INSERT" : "",
+						   (missing & ACL_UPDATE) ? " UPDATE" : "",
+						   (missing & ACL_DELETE) ? " DELETE" : "")));
+}
+
+/* The load's lock; when lock_timeout expires, an error naming the dimension. */
+static void
+lock_dimension(Oid dim_oid, const char *dim_name)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	if (ConditionalLockRelationOid(dim_oid, ShareRowExclusiveLock))
+		return;
+	PG_TRY();
+	{
+		LockRelationOid(dim_oid, ShareRowExclusiveLock);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("dimension %s is being loaded by another session", dim_name),
+				 errdetail("The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.",
+						   GetConfigOptionByName("lock_timeout", NULL, false), dim_name),
+				 errhint("Retry when the other load has finished, or raise lock_timeout.")));
+	}
+	PG_END_TRY();
+}
+
+/* A run as the change log and the audit log know it. */
+typedef struct Run
+{
+	int64		run_id;
+	char	   *status;
+	char	   *dim_text;		/* the audit row's dimension */
+	char	   *stg_text;
+	bool		has_eff;
+	TimestampTz effective_at;
+	bool		has_header;
+	Oid			dim_oid;
+	Datum		identity_columns;
+	Datum		restored_columns;
+	bool		logged;
+	char	   *pruned_at;
+	char	   *reverted_by;
+} Run;
+
+static void
+read_run(int64 run_id, Run *run)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	rc = SPI_execute_with_args(
+		"SELECT a.status, a.dimension, a.staging, a.effective_at, r.run_id IS NOT NULL,"
+		"       r.dimension::pg_catalog.oid, r.identity_columns, r.restored_columns, r.logged,"
+		"       r.pruned_at, r.reverted_by"
+		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
+		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
+		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld does not exist", (long long) run_id),
+				 errhint("The run ids of the loads are in scd2.audit_log.")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	memset(run, 0, sizeof(*run));
+	run->run_id = run_id;
+	run->status = SPI_getvalue(tup, desc, 1);
+	run->dim_text = SPI_getvalue(tup, desc, 2);
+	run->stg_text = SPI_getvalue(tup, desc, 3);
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	run->has_eff = !isnull;
+	if (!isnull)
+		run->effective_at = DatumGetTimestampTz(d);
+	run->has_header = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	if (!run->has_header)
+		return;
+	run->dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	run->identity_columns = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
+	run->restored_columns = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
+	run->logged = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
+	run->pruned_at = SPI_getvalue(tup, desc, 10);
+	run->reverted_by = SPI_getvalue(tup, desc, 11);
+}
+
+/*
+ * A run whose change log can be read: the change log exists and was not
+ * pruned.  (scd2.changes needs this much; revert more.)
+ */
+static void
+require_change_log(const Run *run)
+{
+	long long	id = (long long) run->run_id;
+
+	if (!run->has_header)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no change log", id),
+				 errdetail(strcmp(run->status, "success") == 0 ?
+						   "Run %lld was loaded before scd2 0.3, which began keeping a change log." :
+						   "Run %lld is not a load that wrote the dimension (its status is %s).",
+						   id, run->status)));
+	if (!run->logged)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no change log", id),
+				 errdetail("Run %lld was loaded with scd2.change_log = off.", id)));
+	if (run->pruned_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the change log of run %lld was pruned", id),
+				 errdetail("scd2.prune_change_log removed it at %s; a pruned run can no longer be reverted or read back.",
+						   run->pruned_at)));
+}
+
+/* Refuse what revert cannot undo (before and again after the lock). */
+static void
+require_revertible(const Run *run)
+{
+	long long	id = (long long) run->run_id;
+
+	if (strcmp(run->status, "reverted") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld was already reverted", id),
+				 run->reverted_by ? errdetail("Run %s reverted it.", run->reverted_by) : 0));
+	if (strcmp(run->status, "revert") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is a revert, which cannot be reverted", id),
+				 errhint("To apply the reverted batch again, load it again.")));
+	if (strcmp(run->status, "success") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is not a successful load", id),
+				 errdetail("Its status is %s: it wrote nothing to revert.", run->status)));
+	require_change_log(run);
+}
+
+/* The later successful loads of the dimension, or NULL. */
+static char *
+later_runs(const Run *run)
+{
+	Oid			argtypes[2] = {INT8OID, OIDOID};
+	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
+	int			rc;
+
+	rc = SPI_execute_with_args(
+		"SELECT pg_catalog.string_agg(r.run_id::pg_catalog.text, ', ' ORDER BY r.run_id)"
+		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
+		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
+		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'",
+		2, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading later runs failed: %s", SPI_result_code_string(rc));
+	return scd2_spi_text(0, 1);
+}
+
+/*
+ * The change log of a run as two jsonb arrays (as the extension owner):
+ * the identities of the inserted rows, and identity || before-image of
+ * the updated rows.
+ */
+static void
+read_change_log(int64 run_id, Datum *inserted, int64 *ninserted, Datum *updated, int64 *nupdated)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+	bool		isnull;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_with_args(
+		"SELECT COALESCE(pg_catalog.array_agg(c.identity) FILTER (WHERE c.before IS NULL), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.before IS NULL),"
+		"       COALESCE(pg_catalog.array_agg(c.identity OPERATOR(pg_catalog.||) c.before)"
+		"                FILTER (WHERE c.before IS NOT NULL), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.before IS NOT NULL)"
+		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, true, 1);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
+	*inserted = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull), false, -1);
+	*ninserted = scd2_spi_int8(0, 2);
+	*updated = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull), false, -1);
+	*nupdated = scd2_spi_int8(0, 4);
+}
+
+/* FROM unnest($1) ... jsonb_to_record(...) AS s(defs) WHERE t.k = s.k ... */
+static void
+append_source(StringInfo buf, LoggedColumn *id, int nid, LoggedColumn *rest, int nrest)
+{
+	appendStringInfoString(buf, " pg_catalog.unnest($1::pg_catalog.jsonb[]) AS c(j)"
+						   " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.j) AS s(");
+	for (int i = 0; i < nid; i++)
+		appendStringInfo(buf, "%s%s", i ? ", " : "", id[i].def);
+	for (int i = 0; i < nrest; i++)
+		appendStringInfo(buf, ", %s", rest[i].def);
+	appendStringInfoString(buf, ") WHERE ");
+	for (int i = 0; i < nid; i++)
+		appendStringInfo(buf, "%st.%s %s s.%s", i ? " AND " : "", id[i].ident, id[i].eqop_sql, id[i].ident);
+}
+
+/* Run a revert statement on the dimension (as the caller); rows touched. */
+static int64
+exec_dml(const char *sql, Datum arr, int expected)
+{
+	Oid			argtypes[1] = {JSONBARRAYOID};
+	Datum		values[1] = {arr};
+	int			nest = NewGUCNestLevel();
+	int			rc;
+
+	/* probe the (key, valid_from) index for each logged row */
+	scd2_set_local("enable_hashjoin", "off");
+	scd2_set_local("enable_mergejoin", "off");
+	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0);
+	AtEOXact_GUC(true, nest);
+	if (rc != expected)
+		elog(ERROR, "scd2: reverting failed: %s", SPI_result_code_string(rc));
+	return (int64) SPI_processed;
+}
+
+/* The dimension touched exactly the rows the change log names, or an error. */
+static void
+require_count(int64 got, int64 want, const char *what, int64 run_id, const char *dim_name)
+{
+	if (got != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run_id),
+				 errdetail("Run %lld %s %lld rows; %lld of them are still there. Nothing was reverted.",
+						   (long long) run_id, what, (long long) want, (long long) got),
+				 errhint("The rows were changed outside scd2 since the run; repair them by hand.")));
+}
+
+/* Mark the reverted run, as the extension owner. */
+static void
+mark_reverted(int64 run_id, int64 revert_id)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		values[2] = {Int64GetDatum(run_id), Int64GetDatum(revert_id)};
+	Oid			save_userid;
+	int			save_sec;
+	int			rc1;
+	int			rc2;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	rc1 = SPI_execute_with_args("UPDATE scd2.audit_log SET status = 'reverted'"
+								" WHERE run_id OPERATOR(pg_catalog.=) $1",
+								2, argtypes, values, NULL, false, 0);
+	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET reverted_by = $2"
+								" WHERE run_id OPERATOR(pg_catalog.=) $1",
+								2, argtypes, values, NULL, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (rc1 != SPI_OK_UPDATE || rc2 != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: marking run %lld reverted failed", (long long) run_id);
+}
+
+Datum
+scd2_revert(PG_FUNCTION_ARGS)
+{
+	TimestampTz started_at = GetCurrentTimestamp();
+	int64		run_id;
+	Run			run;
+	char	   *dim_name;
+	char	   *later;
+	Relation	rel;
+	LoggedColumn *id;
+	LoggedColumn *rest;
+	int			nid;
+	int			nrest;
+	Datum		inserted;
+	Datum		updated;
+	int64		ninserted;
+	int64		nupdated;
+	int64		deleted = 0;
+	int64		restored = 0;
+	int64		revert_id;
+	Scd2Metrics none;
+	StringInfoData sql;
+	int			pin;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("run_id must not be NULL"),
+				 errhint("Pass the run id of the load to revert, from scd2.audit_log.")));
+	run_id = PG_GETARG_INT64(0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+
+	/* 1. */
+	read_run(run_id, &run);
+	require_revertible(&run);
+	if (get_rel_relkind(run.dim_oid) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("dimension %s of run %lld no longer exists", run.dim_text, (long long) run_id)));
+	dim_name = scd2_relation_display_name(run.dim_oid);
+
+	/* 2. */
+	check_privileges(run.dim_oid, dim_name);
+	lock_dimension(run.dim_oid, dim_name);
+	read_run(run_id, &run);
+	require_revertible(&run);
+
+	/* 3. */
+	later = later_runs(&run);
+	if (later)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is not the newest load of dimension %s", (long long) run_id, dim_name),
+				 errdetail("Later loads of %s: run %s. Nothing was reverted.", dim_name, later),
+				 errhint("Revert the later runs first, newest first.")));
+
+	/* 4. */
+	rel = table_open(run.dim_oid, AccessShareLock);
+	id = resolve_columns(rel, run.identity_columns, true, run_id, dim_name, &nid);
+	rest = resolve_columns(rel, run.restored_columns, false, run_id, dim_name, &nrest);
+	table_close(rel, NoLock);
+
+	read_change_log(run_id, &inserted, &ninserted, &updated, &nupdated);
+	scd2_pin_text_forms();
+	if (ninserted > 0)
+	{
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
+		append_source(&sql, id, nid, NULL, 0);
+		deleted = exec_dml(sql.data, inserted, SPI_OK_DELETE);
+		require_count(deleted, ninserted, "inserted", run_id, dim_name);
+	}
+	if (nupdated > 0)
+	{
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "UPDATE %s t SET ", dim_name);
+		for (int i = 0; i < nrest; i++)
+			appendStringInfo(&sql, "%s%s = s.%s", i ? ", " : "", rest[i].ident, rest[i].ident);
+		appendStringInfoString(&sql, " FROM");
+		append_source(&sql, id, nid, rest, nrest);
+		restored = exec_dml(sql.data, updated, SPI_OK_UPDATE);
+		require_count(restored, nupdated, "updated", run_id, dim_name);
+	}
+
+	/* 5. */
+	memset(&none, 0, sizeof(none));
+	revert_id = scd2_audit_write(dim_name, run.stg_text, "revert",
+								 run.has_eff ? run.effective_at : started_at, started_at, &none,
+								 psprintf("reverted run %lld: %lld rows deleted, %lld rows restored",
+										  (long long) run_id, (long long) deleted, (long long) restored));
+	mark_reverted(run_id, revert_id);
+	ereport(NOTICE,
+			(errmsg("scd2: %s: reverted run %lld: %lld rows deleted, %lld rows restored",
+					dim_name, (long long) run_id, (long long) deleted, (long long) restored)));
+
+	scd2_unpin(pin);
+	SPI_finish();
+	PG_RETURN_INT64(revert_id);
+}
