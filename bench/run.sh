@@ -14,6 +14,8 @@
 #   ROUNDS=3            timed rounds; the approaches alternate order each round
 #   SKIP_SCD2=0         1: leave approach 1 out (extension not installed)
 #   APPROACHES="scd2 seeds dbt floor"
+#                       (also: scd2_nolog, scd2.apply with SET scd2.change_log
+#                       = off -- the load without its change log)
 #   NO_OVERLAP=0        1: also scd2_no_overlap, scd2.apply on a copy of the
 #                       dimension registered with no_overlap => true (an
 #                       exclusion constraint; needs btree_gist)
@@ -68,7 +70,7 @@ if [ -z "${APPROACHES:-}" ]; then
     [ "$NO_OVERLAP" = 1 ] && APPROACHES="scd2 scd2_no_overlap seeds dbt floor"
 fi
 if [ "$SKIP_SCD2" = 1 ]; then
-    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx 'scd2\|scd2_no_overlap' | tr '\n' ' ')
+    APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -vx 'scd2\|scd2_no_overlap\|scd2_nolog' | tr '\n' ' ')
     NO_OVERLAP=0
 fi
 HAS_DELETED=$(awk -v d="$DELETED" 'BEGIN { print (d > 0) ? "true" : "false" }')
@@ -109,7 +111,7 @@ log "batch: $COMPOSITION"
 
 table_of() {
     case $1 in
-        scd2|floor) echo dim ;;
+        scd2|scd2_nolog|floor) echo dim ;;
         scd2_no_overlap) echo dim_nov ;;
         seeds) echo dim_seed ;;
         dbt) echo dim_dbt ;;

@@ -654,27 +654,39 @@ COMMENT ON PROCEDURE scd2.apply_all(timestamptz) IS
 -- with scd2.prune_change_log.
 ------------------------------------------------------------------------------
 CREATE TABLE scd2.change_log_runs (
-    run_id           bigint      PRIMARY KEY,   -- scd2.audit_log.run_id of the load
-    dimension        regclass    NOT NULL,
-    identity_columns name[]      NOT NULL,      -- business key columns, then valid_from
-    restored_columns name[]      NOT NULL,      -- valid_to, is_current, Type 1 columns
-    logged           boolean     NOT NULL,      -- false: loaded with scd2.change_log = off
-    logged_at        timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    pruned_at        timestamptz,               -- set by scd2.prune_change_log
-    reverted_by      bigint                     -- run_id of the revert
+    run_id               bigint      PRIMARY KEY,   -- scd2.audit_log.run_id of the load
+    dimension            regclass    NOT NULL,
+    -- the registration as the load used it: how the change log's rows
+    -- name the dimension's rows and columns
+    key_columns          name[]      NOT NULL,
+    valid_from_column    name        NOT NULL,
+    valid_to_column      name        NOT NULL,
+    is_current_column    name,
+    surrogate_key_column name,
+    type1_columns        name[]      NOT NULL,
+    current_valid_to     text        NOT NULL,
+    logged               boolean     NOT NULL,      -- false: loaded with scd2.change_log = off
+    logged_at            timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    pruned_at            timestamptz,               -- set by scd2.prune_change_log
+    reverted_by          bigint                     -- run_id of the revert
 );
 COMMENT ON TABLE scd2.change_log_runs IS
-    'scd2 change log: one row per load that wrote a dimension (the columns its change log names, whether it was pruned or reverted)';
+    'scd2 change log: one row per load that wrote a dimension (the registration it used, whether its change log was pruned, which run reverted it)';
 SELECT pg_catalog.pg_extension_config_dump('scd2.change_log_runs', '');
 
+-- Validity values are kept as timestamptz: a timestamp or date column's
+-- value as that instant in UTC, so it reads back exactly.
 CREATE TABLE scd2.change_log (
-    run_id        bigint      NOT NULL,
-    action        text        NOT NULL,         -- as in the change feed of scd2.merge
-    surrogate_key bigint,
-    valid_from    timestamptz,
-    valid_to      timestamptz,
-    identity      jsonb       NOT NULL,         -- business key and valid_from of the row
-    before        jsonb                         -- an updated row's old values; NULL: inserted
+    run_id         bigint      NOT NULL,
+    action         text        NOT NULL,         -- as in the change feed of scd2.merge
+    inserted       boolean     NOT NULL,         -- a row the load inserted; else one it updated
+    surrogate_key  bigint,                       -- of an updated row, or of an inserted row once reverted
+    business_key   jsonb       NOT NULL,
+    valid_from     timestamptz NOT NULL,         -- the row's valid_from
+    valid_to       timestamptz,                  -- its valid_to after the load; NULL: current
+    old_valid_to   timestamptz,                  -- an updated row's values before the load
+    old_is_current boolean,
+    old_type1      jsonb
 );
 CREATE INDEX change_log_run_id_idx ON scd2.change_log (run_id);
 COMMENT ON TABLE scd2.change_log IS

@@ -27,14 +27,22 @@
  */
 #include "scd2.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "catalog/namespace.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 /* scd2.change_log: record what loads change (default on). */
 static bool scd2_change_log_enabled = true;
@@ -80,37 +88,115 @@ scd2_changelog_init_gucs(void)
 							 NULL, NULL, NULL);
 }
 
-/* An unquoted column name from quote_identifier()'s result. */
+/*
+ * A validity value as the change log stores it (timestamptz): a
+ * timestamptz as is, a timestamp or a date as that instant in UTC, so the
+ * value reads back exactly whatever the session's TimeZone
+ * (scd2_changelog_decode_sql is the inverse).
+ */
 static char *
-dequote_ident(const char *ident)
+encode_sql(Oid typid, const char *expr)
 {
-	StringInfoData buf;
-	size_t		len = strlen(ident);
-
-	if (len < 2 || ident[0] != '"')
-		return pstrdup(ident);
-	initStringInfo(&buf);
-	for (size_t i = 1; i + 1 < len; i++)
-	{
-		appendStringInfoChar(&buf, ident[i]);
-		if (ident[i] == '"')
-			i++;				/* "" stands for one " */
-	}
-	return buf.data;
+	if (typid == TIMESTAMPOID)
+		return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, %s)", expr);
+	if (typid == DATEOID)
+		return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, CAST(%s AS pg_catalog.timestamp))", expr);
+	return pstrdup(expr);
 }
 
-/* A name[] Datum from C strings. */
-static Datum
-name_array(List *names)
+char *
+scd2_changelog_decode_sql(Oid typid, const char *expr)
 {
-	int			n = list_length(names);
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	ListCell   *lc;
-	int			i = 0;
+	if (typid == TIMESTAMPOID)
+		return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, %s)", expr);
+	if (typid == DATEOID)
+		return psprintf("CAST(pg_catalog.timezone('UTC'::pg_catalog.text, %s) AS pg_catalog.date)", expr);
+	return pstrdup(expr);
+}
 
-	foreach(lc, names)
-		elems[i++] = DirectFunctionCall1(namein, CStringGetDatum((char *) lfirst(lc)));
-	return PointerGetDatum(construct_array(elems, n, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR));
+/* OPERATOR(schema.=) for an operator OID. */
+static char *
+operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *out;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	out = psprintf("OPERATOR(%s.%s)",
+				   quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* " COLLATE schema.name" of a collatable column, else "". */
+static char *
+collate_sql(Oid collid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *out;
+
+	if (!OidIsValid(collid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	out = psprintf(" COLLATE %s",
+				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+											  NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/*
+ * The columns a run's change log names (a name[] of its header), found
+ * in the dimension as it is now; an error when one is gone.
+ */
+Scd2LoggedColumn *
+scd2_changelog_columns(Relation rel, Datum names, int64 run_id, const char *dim_name, int *n)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *elems;
+	bool	   *nulls;
+	Scd2LoggedColumn *cols;
+
+	deconstruct_array(DatumGetArrayTypeP(names), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &elems, &nulls, n);
+	cols = palloc0(sizeof(Scd2LoggedColumn) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		const char *name = NameStr(*DatumGetName(elems[i]));
+		Form_pg_attribute att = NULL;
+		TypeCacheEntry *tc;
+
+		for (int a = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), name) == 0)
+				att = TupleDescAttr(desc, a);
+		if (att == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("dimension %s has no column \"%s\", which run %lld changed",
+							dim_name, name, (long long) run_id),
+					 errdetail("The change log of run %lld names the column; it was dropped or renamed since.",
+							   (long long) run_id),
+					 errhint("Give the column back its name (or add it again) to revert the run.")));
+		cols[i].name = pstrdup(name);
+		cols[i].ident = pstrdup(quote_identifier(name));
+		cols[i].typid = att->atttypid;
+		cols[i].def = psprintf("%s %s%s", cols[i].ident,
+							   format_type_extended(att->atttypid, att->atttypmod,
+													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
+							   collate_sql(att->attcollation));
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
+		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+	}
+	return cols;
 }
 
 /* "'name', alias.ident" pairs for jsonb_build_object. */
@@ -118,28 +204,6 @@ static void
 append_json_pair(StringInfo buf, const char *name, const char *expr)
 {
 	appendStringInfo(buf, "%s%s, %s", buf->len > 0 ? ", " : "", quote_literal_cstr(name), expr);
-}
-
-/* jsonb_build_object of the row identity: business key and valid_from. */
-static char *
-identity_json(const Scd2Config *cfg, const char *alias, const char *vf_expr)
-{
-	StringInfoData pairs;
-
-	initStringInfo(&pairs);
-	for (int i = 0; i < cfg->nkeys; i++)
-		append_json_pair(&pairs, cfg->keys[i].name, psprintf("%s.%s", alias, cfg->keys[i].ident));
-	append_json_pair(&pairs, cfg->vf.name, vf_expr);
-	return psprintf("pg_catalog.jsonb_build_object(%s)", pairs.data);
-}
-
-/* "t.k1 = c.k1 AND ..." with the key columns' own equality operators. */
-static void
-append_key_join(StringInfo buf, const Scd2Config *cfg, const char *a, const char *b)
-{
-	for (int i = 0; i < cfg->nkeys; i++)
-		appendStringInfo(buf, "%s%s.%s %s %s.%s", i ? " AND " : "",
-						 a, cfg->keys[i].ident, cfg->keys[i].eqop_sql, b, cfg->keys[i].ident);
 }
 
 /* Run one statement of the change log as the extension owner. */
@@ -153,7 +217,22 @@ exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (snap != NULL)
+	{
+		int			nest = NewGUCNestLevel();
+
+		/*
+		 * Probe the (key, valid_from) index for each updated row, as the
+		 * MERGE does: the change table is not analyzed, and the planner
+		 * would hash the whole dimension (0.6 s at 1M keys / 20k updates,
+		 * against 0.1 s for the probes).
+		 */
+		scd2_set_local("enable_hashjoin", "off");
+		scd2_set_local("enable_mergejoin", "off");
+		scd2_set_local("enable_memoize", "off");
+		scd2_pin_text_forms();
 		scd2_spi_exec_snap(sql, nargs, argtypes, values, NULL, snap, expected, what);
+		AtEOXact_GUC(true, nest);
+	}
 	else
 	{
 		int			rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
@@ -165,78 +244,93 @@ exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 }
 
 /*
- * Before the MERGE: reserve the run id, write the run's header and the
- * before-images of every row the load is about to update (the update
- * copies of the change table: they carry their target's valid_from in
- * _tvf).  Returns the reserved run id.
+ * Whether the installed extension has a change log: the library can be
+ * newer than the extension's objects until ALTER EXTENSION scd2 UPDATE
+ * (0.3 created the change log), and loads go on meanwhile, unlogged.
+ */
+static bool
+change_log_installed(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("change_log_runs", nsp)) &&
+		OidIsValid(get_relname_relid("change_log", nsp));
+}
+
+/*
+ * Before the MERGE: reserve the run id, write the run's header and one
+ * change-log row per row of the change table -- for an update copy (it
+ * carries its target's valid_from in _tvf) the before-image of its target,
+ * read from the dimension; for an insert copy its identity only (its
+ * surrogate key does not exist yet: scd2.changes reads it back).  Returns
+ * the reserved run id (0: no change log installed).
  */
 int64
-scd2_changelog_before(const Scd2Config *cfg, const char *chg, Snapshot snap)
+scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 {
 	StringInfoData sql;
-	StringInfoData before;
-	List	   *identity = NIL;
-	List	   *restored = NIL;
-	Oid			argtypes[5] = {INT8OID, OIDOID, NAMEARRAYOID, NAMEARRAYOID, BOOLOID};
-	Datum		values[5];
+	StringInfoData keys;
+	StringInfoData type1;
+	Oid			argtypes[3] = {INT8OID, OIDOID, BOOLOID};
+	Datum		values[3];
 	int64		run_id;
 	MemoryContext oldcxt;
+
+	if (!change_log_installed())
+		return 0;
 
 	/* the run id, from the audit log's own sequence */
 	exec_as_owner("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
 				  0, NULL, NULL, NULL, SPI_OK_SELECT, "reserving a run id");
 	run_id = scd2_spi_int8(0, 1);
 
-	for (int i = 0; i < cfg->nkeys; i++)
-		identity = lappend(identity, cfg->keys[i].name);
-	identity = lappend(identity, cfg->vf.name);
-	restored = lappend(restored, cfg->vt.name);
-	if (cfg->is_current)
-		restored = lappend(restored, dequote_ident(cfg->is_current));
-	for (int i = 0; i < cfg->ntype1; i++)
-		restored = lappend(restored, cfg->type1[i].name);
-
+	/* the header: the registration's columns as this load used them */
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
-	values[2] = name_array(identity);
-	values[3] = name_array(restored);
-	values[4] = BoolGetDatum(scd2_change_log_enabled);
-	exec_as_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, identity_columns,"
-				  " restored_columns, logged) VALUES ($1, $2, $3, $4, $5)",
-				  5, argtypes, values, NULL, SPI_OK_INSERT, "writing the change log's run");
+	values[2] = BoolGetDatum(scd2_change_log_enabled);
+	exec_as_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
+				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
+				  " type1_columns, current_valid_to, logged)"
+				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
+				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3"
+				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+				  3, argtypes, values, NULL, SPI_OK_INSERT, "writing the change log's run");
+	if (SPI_processed != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 
 	if (scd2_change_log_enabled)
 	{
-		int			nest = NewGUCNestLevel();
-
-		/* valid_to, is_current and the Type 1 columns as they are now */
-		initStringInfo(&before);
-		append_json_pair(&before, cfg->vt.name, psprintf("d.%s", cfg->vt.ident));
-		if (cfg->is_current)
-			append_json_pair(&before, dequote_ident(cfg->is_current), psprintf("d.%s", cfg->is_current));
+		initStringInfo(&keys);
+		for (int i = 0; i < cfg->nkeys; i++)
+			append_json_pair(&keys, cfg->keys[i].name, psprintf("c.%s", cfg->keys[i].ident));
+		initStringInfo(&type1);
 		for (int i = 0; i < cfg->ntype1; i++)
-			append_json_pair(&before, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
+			append_json_pair(&type1, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
 
-		/*
-		 * The feed's valid_to of an updated row: its new end, or -- when it
-		 * stays current (a Type 1 update) -- its stored end, unchanged.
-		 */
 		initStringInfo(&sql);
 		appendStringInfo(&sql,
-						 "INSERT INTO scd2.change_log (run_id, action, surrogate_key, valid_from, valid_to,"
-						 " identity, before) SELECT $1, c._action, %s, CAST(c._vf AS pg_catalog.timestamptz),"
-						 " CAST(COALESCE(c._vt, d.%s) AS pg_catalog.timestamptz), %s,"
-						 " pg_catalog.jsonb_build_object(%s) FROM %s c JOIN %s d ON ",
-						 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL",
-						 cfg->vt.ident, identity_json(cfg, "c", "c._tvf"),
-						 before.data, chg, cfg->dim_sql);
-		append_key_join(&sql, cfg, "d", "c");
-		appendStringInfo(&sql, " AND d.%s %s c._tvf WHERE c._tvf IS NOT NULL",
-						 cfg->vf.ident, cfg->vf.eqop_sql);
-		scd2_pin_text_forms();
+						 "INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
+						 " valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
+						 " SELECT $1, c._action, false, %s, pg_catalog.jsonb_build_object(%s), %s, %s, %s, %s, %s"
+						 " FROM %s c JOIN %s d ON ",
+						 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
+						 keys.data, encode_sql(cfg->vf.typid, "c._tvf"),
+						 encode_sql(cfg->vf.typid, "c._vt"),
+						 encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vt.ident)),
+						 cfg->is_current ? psprintf("d.%s", cfg->is_current) : "NULL::pg_catalog.bool",
+						 cfg->ntype1 > 0 ? psprintf("pg_catalog.jsonb_build_object(%s)", type1.data) : "NULL::pg_catalog.jsonb",
+						 chg, cfg->dim_sql);
+		for (int i = 0; i < cfg->nkeys; i++)
+			appendStringInfo(&sql, "d.%s %s c.%s AND ", cfg->keys[i].ident, cfg->keys[i].eqop_sql,
+							 cfg->keys[i].ident);
+		appendStringInfo(&sql, "d.%s %s c._tvf WHERE c._tvf IS NOT NULL", cfg->vf.ident, cfg->vf.eqop_sql);
+		appendStringInfo(&sql,
+						 " UNION ALL SELECT $1, c._action, true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s, %s,"
+						 " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
+						 " FROM %s c WHERE c._tvf IS NULL",
+						 keys.data, encode_sql(cfg->vf.typid, "c._vf"), encode_sql(cfg->vf.typid, "c._vt"), chg);
 		exec_as_owner(sql.data, 1, argtypes, values, snap, SPI_OK_INSERT,
-					  "writing the change log's before-images");
-		AtEOXact_GUC(true, nest);
+					  "writing the change log");
 	}
 
 	/* hand the run id to this load's audit row */
@@ -248,45 +342,6 @@ scd2_changelog_before(const Scd2Config *cfg, const char *chg, Snapshot snap)
 	pending.run_id = run_id;
 	pending.xid = GetCurrentTransactionId();
 	return run_id;
-}
-
-/*
- * After the MERGE: the rows it inserted, with their surrogate keys and
- * stored valid_to read back by (key, valid_from).  inserted is the number
- * of insert copies the load classified.
- */
-void
-scd2_changelog_after(const Scd2Config *cfg, const char *chg, Snapshot snap,
-					 int64 run_id, int64 inserted)
-{
-	StringInfoData sql;
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(run_id)};
-	int			nest;
-
-	if (!scd2_change_log_enabled || inserted == 0)
-		return;
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "INSERT INTO scd2.change_log (run_id, action, surrogate_key, valid_from, valid_to,"
-					 " identity, before) SELECT $1, c._action, %s, CAST(c._vf AS pg_catalog.timestamptz),"
-					 " CAST(d.%s AS pg_catalog.timestamptz), %s, NULL FROM %s c JOIN %s d ON ",
-					 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL",
-					 cfg->vt.ident, identity_json(cfg, "c", "c._vf"), chg, cfg->dim_sql);
-	append_key_join(&sql, cfg, "d", "c");
-	appendStringInfo(&sql, " AND d.%s %s c._vf WHERE c._tvf IS NULL", cfg->vf.ident, cfg->vf.eqop_sql);
-	nest = NewGUCNestLevel();
-	scd2_pin_text_forms();
-	exec_as_owner(sql.data, 1, argtypes, values, snap, SPI_OK_INSERT,
-				  "writing the change log's inserted rows");
-	AtEOXact_GUC(true, nest);
-	if ((int64) SPI_processed != inserted)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("load of %s inserted %lld rows but the change log found %lld",
-						cfg->dim_name, (long long) inserted, (long long) SPI_processed),
-				 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
-				 errhint("Check for triggers or rules on the dimension, then retry the load.")));
 }
 
 /*

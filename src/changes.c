@@ -15,10 +15,12 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "access/table.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -44,12 +46,29 @@ scd2_changes(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	bool		isnull;
 	Oid			dim_oid;
-	char	   *vf_name;
+	Datum		keynames;
+	Datum		booknames;
+	Datum		sknames;
+	char	   *current_vt;
 	char	   *pruned_at;
+	char	   *dim_name;
+	Relation	rel;
+	Scd2LoggedColumn *keys;
+	Scd2LoggedColumn *book;
+	Scd2LoggedColumn *sk;
+	int			nkeys;
+	int			nbook;
+	int			nsk;
+	Datum		arrays[6];
+	Oid			arrtypes[6] = {TEXTARRAYOID, BOOLARRAYOID, INT8ARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	StringInfoData sql;
+	char	   *marker;
 	Oid			save_userid;
 	int			save_sec;
 	int			rc;
 	int			pin;
+	int			nest;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -65,7 +84,8 @@ scd2_changes(PG_FUNCTION_ARGS)
 
 	rc = SPI_execute_with_args(
 		"SELECT a.status, r.run_id IS NOT NULL, r.dimension::pg_catalog.oid, r.logged, r.pruned_at,"
-		"       r.identity_columns[pg_catalog.array_upper(r.identity_columns, 1)]"
+		"       r.key_columns, ARRAY[r.valid_from_column, r.valid_to_column],"
+		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL), r.current_valid_to"
 		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
 		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
@@ -100,31 +120,88 @@ scd2_changes(PG_FUNCTION_ARGS)
 				 errmsg("the change log of run %lld was pruned", (long long) run_id),
 				 errdetail("scd2.prune_change_log removed it at %s; a pruned run can no longer be reverted or read back.",
 						   pruned_at)));
-	vf_name = SPI_getvalue(tup, desc, 6);
+	keynames = datumCopy(SPI_getbinval(tup, desc, 6, &isnull), false, -1);
+	booknames = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
+	sknames = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
+	current_vt = SPI_getvalue(tup, desc, 9);
 
 	/* the feed shows dimension rows: the caller must be able to read them */
 	if (get_rel_relkind(dim_oid) == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("the dimension of run %lld no longer exists", (long long) run_id)));
+	dim_name = scd2_relation_display_name(dim_oid);
 	if (pg_class_aclcheck(dim_oid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for dimension %s", scd2_relation_display_name(dim_oid)),
+				 errmsg("permission denied for dimension %s", dim_name),
 				 errdetail("Reading the change feed of run %lld needs SELECT on its dimension.",
 						   (long long) run_id)));
+	rel = table_open(dim_oid, AccessShareLock);
+	keys = scd2_changelog_columns(rel, keynames, run_id, dim_name, &nkeys);
+	book = scd2_changelog_columns(rel, booknames, run_id, dim_name, &nbook);
+	sk = scd2_changelog_columns(rel, sknames, run_id, dim_name, &nsk);
+	table_close(rel, NoLock);
 
+	/* the run's rows, in the feed's order (as the extension owner) */
 	as_owner(&save_userid, &save_sec);
 	rc = SPI_execute_with_args(
-		psprintf("SELECT c.action, c.surrogate_key, c.identity OPERATOR(pg_catalog.-) %s,"
-				 "       c.valid_from, c.valid_to"
-				 "  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1"
-				 " ORDER BY 3, 4, c.before IS NULL",
-				 quote_literal_cstr(vf_name)),
-		1, argtypes, values, NULL, true, 0);
+		"SELECT COALESCE(pg_catalog.array_agg(c.action ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.inserted ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.surrogate_key ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_to ORDER BY c.business_key, c.valid_from, c.inserted), '{}')"
+		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, true, 1);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
+	for (int i = 0; i < 6; i++)
+		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
+							  false, -1);
+
+	/*
+	 * As the caller: the validity values in the dimension's terms (a
+	 * current row's valid_to as the registration stored it), and the
+	 * surrogate keys of the inserted rows read back by (key, valid_from).
+	 */
+	if (strcmp(current_vt, "null") == 0)
+		marker = "NULL::pg_catalog.timestamptz";
+	else
+		marker = psprintf("CAST(CAST(%s AS %s) AS pg_catalog.timestamptz)", quote_literal_cstr(current_vt),
+						  format_type_be_qualified(book[0].typid));
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT c.action, ");
+	if (nsk > 0)
+	{
+		appendStringInfo(&sql, "COALESCE(c.sk, CASE WHEN c.ins THEN (SELECT CAST(t.%s AS pg_catalog.int8)"
+						 " FROM %s t, pg_catalog.jsonb_to_record(c.k) AS s(", sk[0].ident, dim_name);
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&sql, "%s%s", i ? ", " : "", keys[i].def);
+		appendStringInfoString(&sql, ") WHERE ");
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&sql, "t.%s %s s.%s AND ", keys[i].ident,
+							 keys[i].eqop_sql ? keys[i].eqop_sql : "=", keys[i].ident);
+		appendStringInfo(&sql, "t.%s %s %s) END), ", book[0].ident,
+						 book[0].eqop_sql ? book[0].eqop_sql : "=",
+						 scd2_changelog_decode_sql(book[0].typid, "c.vf"));
+	}
+	else
+		appendStringInfoString(&sql, "c.sk, ");
+	appendStringInfo(&sql, "c.k, CAST(%s AS pg_catalog.timestamptz),"
+					 " CASE WHEN c.vt IS NULL THEN %s ELSE CAST(%s AS pg_catalog.timestamptz) END"
+					 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4),"
+					 " pg_catalog.unnest($5), pg_catalog.unnest($6)) WITH ORDINALITY AS c(action, ins, sk, k, vf, vt, n)"
+					 " ORDER BY c.n",
+					 scd2_changelog_decode_sql(book[0].typid, "c.vf"), marker,
+					 scd2_changelog_decode_sql(book[0].typid, "c.vt"));
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	rc = SPI_execute_with_args(sql.data, 6, arrtypes, arrays, NULL, true, 0);
+	AtEOXact_GUC(true, nest);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the change feed failed: %s", SPI_result_code_string(rc));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[5];

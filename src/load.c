@@ -386,7 +386,6 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	int64		kept = 0;
 	int64		y_applied = 0;
 	int64		complex_rows = 0;
-	int64		run_id = 0;		/* reserved by the change log */
 
 	memset(m, 0, sizeof(*m));
 	check_relkind(req->dim_oid, true);
@@ -452,9 +451,9 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	m->duplicates = complex_rows - distinct;
 	m->unchanged = (m->source_rows - complex_rows - fast_counted) + (distinct - kept - y_applied);
 
-	/* the change log (changelog.c): before-images, then inserted rows */
+	/* the change log (changelog.c): before-images of what the MERGE changes */
 	if (!req->dry_run)
-		run_id = scd2_changelog_before(cfg, CHG_TABLE, st.snap);
+		(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap);
 	if (!req->dry_run && total_changes > 0)
 	{
 		/* always nested loops: they keep the source's close-first order */
@@ -468,9 +467,6 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 					 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
 					 errhint("Check for triggers or rules on the dimension, then retry the load.")));
 	}
-
-	if (!req->dry_run)
-		scd2_changelog_after(cfg, CHG_TABLE, st.snap, run_id, m->inserted + m->new_versions);
 
 	/* 6. */
 	if (req->want_feed)

@@ -51,105 +51,6 @@
 
 PG_FUNCTION_INFO_V1(scd2_revert);
 
-/* One column named by a run's change log, resolved in the dimension. */
-typedef struct LoggedColumn
-{
-	char	   *name;
-	char	   *ident;
-	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
-	char	   *eqop_sql;		/* OPERATOR(schema.=) */
-} LoggedColumn;
-
-/* OPERATOR(schema.=) for an operator OID. */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *out;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	out = psprintf("OPERATOR(%s.%s)",
-				   quote_identifier(get_namespace_name(op->oprnamespace)),
-				   NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return out;
-}
-
-/* " COLLATE schema.name" of a collatable column, else "". */
-static char *
-collate_sql(Oid collid)
-{
-	HeapTuple	tup;
-	Form_pg_collation coll;
-	char	   *out;
-
-	if (!OidIsValid(collid))
-		return "";
-	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for collation %u", collid);
-	coll = (Form_pg_collation) GETSTRUCT(tup);
-	out = psprintf(" COLLATE %s",
-				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
-											  NameStr(coll->collname)));
-	ReleaseSysCache(tup);
-	return out;
-}
-
-/* The columns of a name[] of the change log, found in the dimension. */
-static LoggedColumn *
-resolve_columns(Relation rel, Datum names, bool key, int64 run_id, const char *dim_name, int *n)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	Datum	   *elems;
-	bool	   *nulls;
-	LoggedColumn *cols;
-
-	deconstruct_array(DatumGetArrayTypeP(names), NAMEOID, NAMEDATALEN, false,
-					  TYPALIGN_CHAR, &elems, &nulls, n);
-	cols = palloc0(sizeof(LoggedColumn) * Max(*n, 1));
-	for (int i = 0; i < *n; i++)
-	{
-		const char *name = NameStr(*DatumGetName(elems[i]));
-		Form_pg_attribute att = NULL;
-
-		for (int a = 0; a < desc->natts; a++)
-			if (!TupleDescAttr(desc, a)->attisdropped &&
-				strcmp(NameStr(TupleDescAttr(desc, a)->attname), name) == 0)
-				att = TupleDescAttr(desc, a);
-		if (att == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("dimension %s has no column \"%s\", which run %lld changed",
-							dim_name, name, (long long) run_id),
-					 errdetail("The change log of run %lld names the column; it was dropped or renamed since.",
-							   (long long) run_id),
-					 errhint("Give the column back its name (or add it again) to revert the run.")));
-		cols[i].name = pstrdup(name);
-		cols[i].ident = pstrdup(quote_identifier(name));
-		cols[i].def = psprintf("%s %s%s", cols[i].ident,
-							   format_type_extended(att->atttypid, att->atttypmod,
-													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
-							   collate_sql(att->attcollation));
-		if (key)
-		{
-			TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
-
-			if (!OidIsValid(tc->eq_opr))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_FUNCTION),
-						 errmsg("column \"%s\" of %s has type %s, which has no equality operator",
-								name, dim_name, format_type_be(att->atttypid)),
-						 errhint("A business key column must have a type with a btree operator class.")));
-			cols[i].eqop_sql = operator_sql(tc->eq_opr);
-		}
-	}
-	return cols;
-}
-
 /* A load's privileges on the dimension, and DELETE. */
 static void
 check_privileges(Oid dim_oid, const char *dim_name)
@@ -210,8 +111,11 @@ typedef struct Run
 	TimestampTz effective_at;
 	bool		has_header;
 	Oid			dim_oid;
-	Datum		identity_columns;
-	Datum		restored_columns;
+	Datum		key_columns;	/* name[] */
+	Datum		bookkeeping;	/* name[]: valid_from, valid_to */
+	Datum		is_current;		/* name[]: is_current column, or empty */
+	Datum		surrogate_key;	/* name[]: surrogate key column, or empty */
+	Datum		type1_columns;	/* name[] */
 	bool		logged;
 	char	   *pruned_at;
 	char	   *reverted_by;
@@ -230,8 +134,11 @@ read_run(int64 run_id, Run *run)
 
 	rc = SPI_execute_with_args(
 		"SELECT a.status, a.dimension, a.staging, a.effective_at, r.run_id IS NOT NULL,"
-		"       r.dimension::pg_catalog.oid, r.identity_columns, r.restored_columns, r.logged,"
-		"       r.pruned_at, r.reverted_by"
+		"       r.dimension::pg_catalog.oid, r.key_columns,"
+		"       ARRAY[r.valid_from_column, r.valid_to_column],"
+		"       pg_catalog.array_remove(ARRAY[r.is_current_column], NULL),"
+		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL),"
+		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by"
 		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
 		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
@@ -258,11 +165,14 @@ read_run(int64 run_id, Run *run)
 	if (!run->has_header)
 		return;
 	run->dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
-	run->identity_columns = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
-	run->restored_columns = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
-	run->logged = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
-	run->pruned_at = SPI_getvalue(tup, desc, 10);
-	run->reverted_by = SPI_getvalue(tup, desc, 11);
+	run->key_columns = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
+	run->bookkeeping = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
+	run->is_current = datumCopy(SPI_getbinval(tup, desc, 9, &isnull), false, -1);
+	run->surrogate_key = datumCopy(SPI_getbinval(tup, desc, 10, &isnull), false, -1);
+	run->type1_columns = datumCopy(SPI_getbinval(tup, desc, 11, &isnull), false, -1);
+	run->logged = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+	run->pruned_at = SPI_getvalue(tup, desc, 13);
+	run->reverted_by = SPI_getvalue(tup, desc, 14);
 }
 
 /*
@@ -338,13 +248,23 @@ later_runs(const Run *run)
 	return scd2_spi_text(0, 1);
 }
 
-/*
- * The change log of a run as two jsonb arrays (as the extension owner):
- * the identities of the inserted rows, and identity || before-image of
- * the updated rows.
- */
+/* What revert reads of a run's change log, as arrays. */
+typedef struct Logged
+{
+	int64		ninserted;
+	Datum		ins_keys;		/* jsonb[] */
+	Datum		ins_vf;			/* timestamptz[] */
+	int64		nupdated;
+	Datum		upd_keys;
+	Datum		upd_vf;
+	Datum		upd_vt;			/* old valid_to */
+	Datum		upd_cur;		/* old is_current */
+	Datum		upd_type1;		/* old Type 1 values, jsonb */
+} Logged;
+
+/* The change log of a run (as the extension owner: PUBLIC cannot read it). */
 static void
-read_change_log(int64 run_id, Datum *inserted, int64 *ninserted, Datum *updated, int64 *nupdated)
+read_change_log(int64 run_id, Logged *lg)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
@@ -352,58 +272,126 @@ read_change_log(int64 run_id, Datum *inserted, int64 *ninserted, Datum *updated,
 	int			save_sec;
 	int			rc;
 	bool		isnull;
+	Datum	   *out[7] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
+	&lg->upd_cur, &lg->upd_type1};
+	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	rc = SPI_execute_with_args(
-		"SELECT COALESCE(pg_catalog.array_agg(c.identity) FILTER (WHERE c.before IS NULL), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE c.before IS NULL),"
-		"       COALESCE(pg_catalog.array_agg(c.identity OPERATOR(pg_catalog.||) c.before)"
-		"                FILTER (WHERE c.before IS NOT NULL), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE c.before IS NOT NULL)"
+		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.inserted),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_valid_to) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
 		1, argtypes, values, NULL, true, 1);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
-	*inserted = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull), false, -1);
-	*ninserted = scd2_spi_int8(0, 2);
-	*updated = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull), false, -1);
-	*nupdated = scd2_spi_int8(0, 4);
+	for (int i = 0; i < 7; i++)
+		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
+							false, -1);
+	lg->ninserted = scd2_spi_int8(0, 3);
+	lg->nupdated = scd2_spi_int8(0, 9);
 }
 
-/* FROM unnest($1) ... jsonb_to_record(...) AS s(defs) WHERE t.k = s.k ... */
+/*
+ * "ROWS FROM (unnest($1), unnest($2)...) AS c(k, vf...) CROSS JOIN LATERAL
+ * jsonb_to_record(c.k) AS s(keys) WHERE t.k = s.k AND t.vf = vf": the
+ * logged rows matched to the dimension's rows by business key and
+ * valid_from (the as-of index).
+ */
 static void
-append_source(StringInfo buf, LoggedColumn *id, int nid, LoggedColumn *rest, int nrest)
+append_source(StringInfo buf, Scd2LoggedColumn *keys, int nkeys, const Scd2LoggedColumn *vf,
+			  const char *arrays, const char *names, Scd2LoggedColumn *type1, int ntype1)
 {
-	appendStringInfoString(buf, " pg_catalog.unnest($1::pg_catalog.jsonb[]) AS c(j)"
-						   " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.j) AS s(");
-	for (int i = 0; i < nid; i++)
-		appendStringInfo(buf, "%s%s", i ? ", " : "", id[i].def);
-	for (int i = 0; i < nrest; i++)
-		appendStringInfo(buf, ", %s", rest[i].def);
-	appendStringInfoString(buf, ") WHERE ");
-	for (int i = 0; i < nid; i++)
-		appendStringInfo(buf, "%st.%s %s s.%s", i ? " AND " : "", id[i].ident, id[i].eqop_sql, id[i].ident);
+	appendStringInfo(buf, " ROWS FROM (%s) AS c(%s)"
+					 " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.k) AS s(", arrays, names);
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(buf, "%s%s", i ? ", " : "", keys[i].def);
+	appendStringInfoString(buf, ")");
+	if (ntype1 > 0)
+	{
+		appendStringInfoString(buf, " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.y) AS y(");
+		for (int i = 0; i < ntype1; i++)
+			appendStringInfo(buf, "%s%s", i ? ", " : "", type1[i].def);
+		appendStringInfoString(buf, ")");
+	}
+	appendStringInfoString(buf, " WHERE ");
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(buf, "t.%s %s s.%s AND ", keys[i].ident, keys[i].eqop_sql, keys[i].ident);
+	appendStringInfo(buf, "t.%s %s %s", vf->ident, vf->eqop_sql,
+					 scd2_changelog_decode_sql(vf->typid, "c.vf"));
 }
 
 /* Run a revert statement on the dimension (as the caller); rows touched. */
 static int64
-exec_dml(const char *sql, Datum arr, int expected)
+exec_dml(const char *sql, int nargs, Oid *argtypes, Datum *values, int expected)
 {
-	Oid			argtypes[1] = {JSONBARRAYOID};
-	Datum		values[1] = {arr};
 	int			nest = NewGUCNestLevel();
 	int			rc;
 
 	/* probe the (key, valid_from) index for each logged row */
 	scd2_set_local("enable_hashjoin", "off");
 	scd2_set_local("enable_mergejoin", "off");
-	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0);
+	scd2_pin_text_forms();
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
 	AtEOXact_GUC(true, nest);
 	if (rc != expected)
 		elog(ERROR, "scd2: reverting failed: %s", SPI_result_code_string(rc));
 	return (int64) SPI_processed;
+}
+
+/*
+ * The surrogate keys of the deleted rows (the result of the DELETE ...
+ * RETURNING), written into the change log so that scd2.changes still
+ * shows them.
+ */
+static void
+keep_surrogate_keys(int64 run_id)
+{
+	uint64		n = SPI_processed;
+	Datum	   *k = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *vf = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *sk = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *sknull = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {(int) n};
+	int			lbs[1] = {1};
+	Oid			argtypes[4] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID};
+	Datum		values[4];
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+	bool		isnull;
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		k[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		vf[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		sk[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &sknull[i]);
+	}
+	values[0] = Int64GetDatum(run_id);
+	values[1] = PointerGetDatum(construct_array(k, (int) n, JSONBOID, -1, false, TYPALIGN_INT));
+	values[2] = PointerGetDatum(construct_array(vf, (int) n, TIMESTAMPTZOID, sizeof(TimestampTz),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[3] = PointerGetDatum(construct_md_array(sk, sknull, 1, dims, lbs, INT8OID, sizeof(int64),
+												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	rc = SPI_execute_with_args("UPDATE scd2.change_log c SET surrogate_key = r.sk"
+							   "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS r(k, vf, sk)"
+							   " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
+							   "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
+							   "   AND c.valid_from OPERATOR(pg_catalog.=) r.vf",
+							   4, argtypes, values, NULL, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: keeping the surrogate keys of reverted rows failed: %s", SPI_result_code_string(rc));
 }
 
 /* The dimension touched exactly the rows the change log names, or an error. */
@@ -452,14 +440,17 @@ scd2_revert(PG_FUNCTION_ARGS)
 	char	   *dim_name;
 	char	   *later;
 	Relation	rel;
-	LoggedColumn *id;
-	LoggedColumn *rest;
-	int			nid;
-	int			nrest;
-	Datum		inserted;
-	Datum		updated;
-	int64		ninserted;
-	int64		nupdated;
+	Scd2LoggedColumn *keys;
+	Scd2LoggedColumn *book;		/* valid_from, valid_to */
+	Scd2LoggedColumn *cur;
+	Scd2LoggedColumn *sk;
+	Scd2LoggedColumn *type1;
+	int			nkeys;
+	int			nbook;
+	int			ncur;
+	int			nsk;
+	int			ntype1;
+	Logged		lg;
 	int64		deleted = 0;
 	int64		restored = 0;
 	int64		revert_id;
@@ -504,30 +495,54 @@ scd2_revert(PG_FUNCTION_ARGS)
 
 	/* 4. */
 	rel = table_open(run.dim_oid, AccessShareLock);
-	id = resolve_columns(rel, run.identity_columns, true, run_id, dim_name, &nid);
-	rest = resolve_columns(rel, run.restored_columns, false, run_id, dim_name, &nrest);
+	keys = scd2_changelog_columns(rel, run.key_columns, run_id, dim_name, &nkeys);
+	book = scd2_changelog_columns(rel, run.bookkeeping, run_id, dim_name, &nbook);
+	cur = scd2_changelog_columns(rel, run.is_current, run_id, dim_name, &ncur);
+	sk = scd2_changelog_columns(rel, run.surrogate_key, run_id, dim_name, &nsk);
+	type1 = scd2_changelog_columns(rel, run.type1_columns, run_id, dim_name, &ntype1);
 	table_close(rel, NoLock);
+	for (int i = 0; i < nkeys; i++)
+		if (keys[i].eqop_sql == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("business key column \"%s\" of %s has type %s, which has no equality operator",
+							keys[i].name, dim_name, format_type_be(keys[i].typid))));
 
-	read_change_log(run_id, &inserted, &ninserted, &updated, &nupdated);
-	scd2_pin_text_forms();
-	if (ninserted > 0)
+	read_change_log(run_id, &lg);
+	if (lg.ninserted > 0)
 	{
+		Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+		Datum		values[2] = {lg.ins_keys, lg.ins_vf};
+
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
-		append_source(&sql, id, nid, NULL, 0);
-		deleted = exec_dml(sql.data, inserted, SPI_OK_DELETE);
-		require_count(deleted, ninserted, "inserted", run_id, dim_name);
+		append_source(&sql, keys, nkeys, &book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
+		appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
+						 nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", sk[0].ident) : "NULL::pg_catalog.int8");
+		deleted = exec_dml(sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
+		require_count(deleted, lg.ninserted, "inserted", run_id, dim_name);
+		if (nsk > 0)
+			keep_surrogate_keys(run_id);
 	}
-	if (nupdated > 0)
+	if (lg.nupdated > 0)
 	{
+		Oid			argtypes[5] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+		BOOLARRAYOID, JSONBARRAYOID};
+		Datum		values[5] = {lg.upd_keys, lg.upd_vf, lg.upd_vt, lg.upd_cur, lg.upd_type1};
+
 		initStringInfo(&sql);
-		appendStringInfo(&sql, "UPDATE %s t SET ", dim_name);
-		for (int i = 0; i < nrest; i++)
-			appendStringInfo(&sql, "%s%s = s.%s", i ? ", " : "", rest[i].ident, rest[i].ident);
+		appendStringInfo(&sql, "UPDATE %s t SET %s = %s", dim_name, book[1].ident,
+						 scd2_changelog_decode_sql(book[1].typid, "c.vt"));
+		if (ncur > 0)
+			appendStringInfo(&sql, ", %s = c.cur", cur[0].ident);
+		for (int i = 0; i < ntype1; i++)
+			appendStringInfo(&sql, ", %s = y.%s", type1[i].ident, type1[i].ident);
 		appendStringInfoString(&sql, " FROM");
-		append_source(&sql, id, nid, rest, nrest);
-		restored = exec_dml(sql.data, updated, SPI_OK_UPDATE);
-		require_count(restored, nupdated, "updated", run_id, dim_name);
+		append_source(&sql, keys, nkeys, &book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
+					  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
+					  type1, ntype1);
+		restored = exec_dml(sql.data, 5, argtypes, values, SPI_OK_UPDATE);
+		require_count(restored, lg.nupdated, "updated", run_id, dim_name);
 	}
 
 	/* 5. */

@@ -132,12 +132,23 @@ extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
 								bool dry_run);
 
+/* A column named by a run's change log, found in the dimension. */
+typedef struct Scd2LoggedColumn
+{
+	char	   *name;
+	char	   *ident;
+	Oid			typid;
+	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
+	char	   *eqop_sql;		/* OPERATOR(schema.=), or NULL */
+} Scd2LoggedColumn;
+
 /* changelog.c */
 extern void scd2_changelog_init_gucs(void);
 extern void scd2_pin_text_forms(void);
-extern int64 scd2_changelog_before(const Scd2Config *cfg, const char *chg, Snapshot snap);
-extern void scd2_changelog_after(const Scd2Config *cfg, const char *chg, Snapshot snap,
-								 int64 run_id, int64 inserted);
+extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap);
+extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
+extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
+												int64 run_id, const char *dim_name, int *n);
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
 
 /* util.c */
