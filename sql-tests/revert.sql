@@ -34,8 +34,8 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT,
                             c = RETURNED_SQLSTATE;
-    RETURN regexp_replace(c || ': ' || m || coalesce(' DETAIL: ' || nullif(d, ''), '')
-                          || coalesce(' HINT: ' || nullif(h, ''), ''), '\m[0-9]+', 'N', 'g');
+    RETURN c || ': ' || regexp_replace(m || coalesce(' DETAIL: ' || nullif(d, ''), '')
+                                       || coalesce(' HINT: ' || nullif(h, ''), ''), '\m[0-9]+', 'N', 'g');
 END $$;
 
 -- The detail of a statement's error, as is.

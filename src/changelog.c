@@ -1,34 +1,37 @@
 /*
  * changelog.c -- the change log: what each load changed, kept so that the
  * load can be reverted (revert.c) and its change feed read again
- * (scd2.changes).
+ * (changes.c).
  *
- * A load that writes (not a dry run) records, in its own transaction:
- *   - one row in scd2.change_log_runs (the run's header: dimension, the
- *     columns that identify a row and the columns a revert restores, and
- *     whether the rows were logged -- setting scd2.change_log = off skips
- *     them);
- *   - one row in scd2.change_log per dimension row it wrote: the change
- *     feed's columns (action, surrogate key, valid_from, valid_to), the
- *     row's identity (business key and valid_from, as jsonb in the
- *     dimension's own types) and, for a row it updated, the before-image of
- *     what it changed (valid_to, is_current, Type 1 columns).
+ * A load that writes (not a dry run) records, in its own transaction and
+ * with one INSERT ... SELECT just before its MERGE:
+ *   - one row in scd2.change_log_runs (the run's header: the dimension and
+ *     its registration as the load used it, and whether the rows were
+ *     logged -- SET scd2.change_log = off skips them);
+ *   - one row in scd2.change_log per row of the change table, i.e. per
+ *     dimension row the MERGE writes: the feed's action, the business key
+ *     (jsonb, as in the feed), valid_from and the new valid_to, and for a
+ *     row it updates the before-image of what it changes (valid_to,
+ *     is_current, Type 1 columns), read from the dimension by the
+ *     identity the MERGE matches on (business key and valid_from).
+ * The surrogate keys of the rows the MERGE inserts do not exist yet:
+ * scd2.changes reads them back by (key, valid_from), and a revert keeps
+ * them in the change log before it deletes the rows.
  *
- * The before-images are read from the dimension just before the MERGE,
- * joined to the load's change table by the identity the MERGE matches on;
- * the inserted rows are read just after it (their surrogate keys exist
- * only then).  The run id is reserved from the audit log's sequence before
- * the MERGE and handed to the audit row of the same load
- * (scd2_changelog_claim_run_id), so the change log and the audit log agree
- * on it.
+ * The run id is reserved from the audit log's sequence before the MERGE
+ * and handed to the audit row of the same load
+ * (scd2_changelog_claim_run_id), so the change log and the audit log
+ * agree on it.
  *
  * Everything here is written as the extension owner, as the audit log is:
- * users read the change log but cannot forge it.
+ * users cannot forge the change log (nor read it: it holds dimension
+ * data).
  */
 #include "scd2.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
@@ -36,7 +39,6 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "catalog/namespace.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
