@@ -198,6 +198,24 @@ INSERT INTO stg_d VALUES ('eu', 1, 'bolt', 9.99, 2.0/3, '2024-01-01'),
 SELECT * FROM rev.load_revert_reload('stg_d', 'dim_d', sk => '');
 SELECT region, code, name, price, ratio, valid_from, valid_to FROM dim_d ORDER BY 1, 2, 6;
 
+-- Quoted names everywhere, under the no_overlap exclusion constraint: a
+-- late change splits history and the revert puts the split back.
+CREATE EXTENSION IF NOT EXISTS btree_gist SCHEMA public;
+CREATE TABLE "stg Q" ("Key ""1""" text, "Ci ty" text, "Ph,one" text, "At" timestamptz);
+CREATE TABLE "dim Q" ("S K" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "Key ""1""" text NOT NULL,
+                      "Ci ty" text, "Ph,one" text, "From" timestamptz NOT NULL, "To" timestamptz,
+                      "Cur?" boolean NOT NULL DEFAULT true);
+SELECT scd2.register('"dim Q"', ARRAY['Key "1"'], type1 => ARRAY['Ph,one'], effective_column => 'At',
+                     valid_from_column => 'From', valid_to_column => 'To', is_current_column => 'Cur?',
+                     no_overlap => true);
+INSERT INTO "stg Q" VALUES ('a''b', 'Oslo', '1', '2024-01-01'), ('a''b', 'Bergen', '1', '2024-05-01'),
+                           ('{"x"}', 'Rome', '2', '2024-01-01');
+SELECT * FROM rev.load_revert_reload('"stg Q"', '"dim Q"', sk => 'S K');
+TRUNCATE "stg Q";
+INSERT INTO "stg Q" VALUES ('a''b', 'Molde', '9', '2024-03-01'), ('{"x"}', 'Rome', '3', '2024-06-01');
+SELECT * FROM rev.load_revert_reload('"stg Q"', '"dim Q"', sk => 'S K');
+SELECT "Key ""1""", "Ci ty", "Ph,one", "From", "To", "Cur?" FROM "dim Q" ORDER BY 1, "From";
+
 -- CALL scd2.apply returns the run id the change log is kept under.
 TRUNCATE stg;
 INSERT INTO stg VALUES (2, 'Milan', 'bb', '888', '2024-11-01', false);
