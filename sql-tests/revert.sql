@@ -216,6 +216,40 @@ INSERT INTO "stg Q" VALUES ('a''b', 'Molde', '9', '2024-03-01'), ('{"x"}', 'Rome
 SELECT * FROM rev.load_revert_reload('"stg Q"', '"dim Q"', sk => 'S K');
 SELECT "Key ""1""", "Ci ty", "Ph,one", "From", "To", "Cur?" FROM "dim Q" ORDER BY 1, "From";
 
+-- Random batches (changes, several rows per key, deletes, keys that
+-- return, late changes, Type 1 updates): every one reverts to
+-- the state before it and loads again to the same rows.
+CREATE TABLE stg_r (LIKE stg);
+CREATE TABLE dim_r (LIKE dim INCLUDING ALL);
+SELECT scd2.register('dim_r', ARRAY['id'], tracked => ARRAY['city', 'tier'], type1 => ARRAY['phone'],
+                     effective_column => 'at', delete_column => 'del');
+SELECT setseed(0.42);
+CREATE TEMP TABLE random_runs AS SELECT 0 AS batch, NULL::text AS actions, true AS ok LIMIT 0;
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR b IN 1..25 LOOP
+        TRUNCATE rev.stg_r;
+        INSERT INTO rev.stg_r
+        SELECT k, 'c' || floor(random() * 3)::int, 't' || floor(random() * 2)::int,
+               'p' || floor(random() * 3)::int,
+               -- late ones too; never at an instant another batch used
+               timestamptz '2024-01-01' + (b * 7 - floor(random() * 20)::int) * interval '1 day'
+                   + b * interval '1 second' + n * interval '1 minute',
+               random() < 0.1
+          FROM generate_series(1, 40) k, generate_series(1, 2) n WHERE random() < 0.35;
+        SELECT * INTO r FROM rev.load_revert_reload('rev.stg_r', 'rev.dim_r');
+        INSERT INTO random_runs VALUES (b, r.actions, r.changes_match AND r.revert_restores AND r.reload_same);
+    END LOOP;
+END $$;
+SELECT count(*) AS batches, count(*) FILTER (WHERE NOT ok) AS failed,
+       count(*) FILTER (WHERE actions LIKE '%shorten%') > 0 AS some_late,
+       count(*) FILTER (WHERE actions LIKE '%delete%') > 0 AS some_deletes,
+       count(*) FILTER (WHERE actions LIKE '%type1%') > 0 AS some_type1
+  FROM random_runs;
+SELECT scd2_test.invariants('dim_r');
+
 -- CALL scd2.apply returns the run id the change log is kept under.
 TRUNCATE stg;
 INSERT INTO stg VALUES (2, 'Milan', 'bb', '888', '2024-11-01', false);
