@@ -346,6 +346,8 @@ SELECT status, dimension, staging, inserted, new_versions, closed,
 -- itself is not readable by PUBLIC, scd2.changes needs SELECT on the
 -- dimension.
 ------------------------------------------------------------------------------
+TRUNCATE stg;
+INSERT INTO stg VALUES (2, 'Naples', 'bb', '888', '2024-11-25', false);
 CALL scd2.apply('stg', 'dim') \gset
 SELECT :run_id AS last_run \gset
 CREATE ROLE scd2_rev_user;
@@ -364,8 +366,22 @@ SELECT rev.try('SELECT scd2.changes(' || :last_run || ')');
 RESET ROLE;
 SELECT rev.state('dim') = :'state' AS unchanged;
 GRANT SELECT, DELETE ON dim TO scd2_rev_user;
+-- the dimension's code (a trigger here) runs as its owner, not as the
+-- role that reverts
+CREATE TABLE rev.who (u name, op text);
+CREATE FUNCTION rev.note_who() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO rev.who VALUES (current_user, TG_OP);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER note_who AFTER DELETE OR UPDATE ON dim FOR EACH ROW EXECUTE FUNCTION rev.note_who();
 SET ROLE scd2_rev_user;
 SELECT scd2.revert(:last_run) IS NOT NULL AS reverted_by_user;
+RESET ROLE;
+SELECT DISTINCT op, u = (SELECT relowner::regrole::name FROM pg_class WHERE oid = 'dim'::regclass) AS as_owner
+  FROM rev.who ORDER BY op;
+DROP TRIGGER note_who ON dim;
+SET ROLE scd2_rev_user;
 SELECT scd2.prune_change_log('0', 'dim');
 RESET ROLE;
 REVOKE ALL ON dim FROM scd2_rev_user;

@@ -24,13 +24,15 @@
  * revert writes nothing.
  *
  * The change log is read as the extension owner (it holds dimension data:
- * PUBLIC cannot read it); the dimension is written with the caller's own
- * rights, the values passed in as parameters.
+ * PUBLIC cannot read it); the dimension is written, once the caller's
+ * privileges are checked, as its owner in a security-restricted
+ * operation, the values passed in as parameters.
  */
 #include "scd2.h"
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
@@ -329,19 +331,38 @@ append_source(StringInfo buf, Scd2LoggedColumn *keys, int nkeys, const Scd2Logge
 					 scd2_changelog_decode_sql(vf->typid, "c.vf"));
 }
 
-/* Run a revert statement on the dimension (as the caller); rows touched. */
+/*
+ * Run a revert statement on the dimension; rows touched.  It runs as the
+ * dimension's owner in a security-restricted operation, as core runs
+ * REFRESH MATERIALIZED VIEW (and as a load runs): the owner's code
+ * (triggers, defaults, index expressions) never runs with the rights of
+ * whoever reverts, and settings it makes are undone.
+ */
 static int64
-exec_dml(const char *sql, int nargs, Oid *argtypes, Datum *values, int expected)
+exec_dml(Oid dim_oid, const char *sql, int nargs, Oid *argtypes, Datum *values, int expected)
 {
-	int			nest = NewGUCNestLevel();
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(dim_oid));
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
 	int			rc;
 
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", dim_oid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
+	nest = NewGUCNestLevel();
 	/* probe the (key, valid_from) index for each logged row */
 	scd2_set_local("enable_hashjoin", "off");
 	scd2_set_local("enable_mergejoin", "off");
 	scd2_pin_text_forms();
 	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
-	AtEOXact_GUC(true, nest);
+	AtEOXact_GUC(false, nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
 	if (rc != expected)
 		elog(ERROR, "scd2: reverting failed: %s", SPI_result_code_string(rc));
 	return (int64) SPI_processed;
@@ -519,7 +540,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 		append_source(&sql, keys, nkeys, &book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
 		appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
 						 nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", sk[0].ident) : "NULL::pg_catalog.int8");
-		deleted = exec_dml(sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
+		deleted = exec_dml(run.dim_oid, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
 		require_count(deleted, lg.ninserted, "inserted", run_id, dim_name);
 		if (nsk > 0)
 			keep_surrogate_keys(run_id);
@@ -541,7 +562,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 		append_source(&sql, keys, nkeys, &book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
 					  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
 					  type1, ntype1);
-		restored = exec_dml(sql.data, 5, argtypes, values, SPI_OK_UPDATE);
+		restored = exec_dml(run.dim_oid, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
 		require_count(restored, lg.nupdated, "updated", run_id, dim_name);
 	}
 
