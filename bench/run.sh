@@ -14,7 +14,9 @@
 #   ROUNDS=3            timed rounds; the approaches alternate order each round
 #   SKIP_SCD2=0         1: leave approach 1 out (extension not installed)
 #   APPROACHES="scd2 seeds dbt floor"   (also: scd2_merge, scd2.merge with
-#                       its change feed, on the same dimension)
+#                       its change feed, on the same dimension; scd2_nolog,
+#                       scd2.apply with SET scd2.change_log = off -- the
+#                       load without its change log)
 #   NO_OVERLAP=0        1: also scd2_no_overlap, scd2.apply on a copy of the
 #                       dimension registered with no_overlap => true (an
 #                       exclusion constraint; needs btree_gist)
@@ -110,7 +112,7 @@ log "batch: $COMPOSITION"
 
 table_of() {
     case $1 in
-        scd2|scd2_merge|floor) echo dim ;;
+        scd2|scd2_merge|scd2_nolog|floor) echo dim ;;
         scd2_no_overlap) echo dim_nov ;;
         seeds) echo dim_seed ;;
         dbt) echo dim_dbt ;;

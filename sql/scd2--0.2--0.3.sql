@@ -651,3 +651,131 @@ UPDATE scd2.dimensions d
             WHERE u.c IS NOT NULL)
   FROM pg_catalog.pg_class c
  WHERE c.oid OPERATOR(pg_catalog.=) d.dimension;
+
+------------------------------------------------------------------------------
+-- Revert: the audit log knows reverted runs ('reverted') and the reverts
+-- themselves ('revert').
+------------------------------------------------------------------------------
+ALTER TABLE scd2.audit_log DROP CONSTRAINT audit_log_status_check;
+ALTER TABLE scd2.audit_log ADD CONSTRAINT audit_log_status_check
+    CHECK (status IN ('success', 'error', 'dry_run', 'revert', 'reverted'));
+
+------------------------------------------------------------------------------
+-- Change log: what each load changed (before-images of the rows it updated,
+-- identities of the rows it inserted), so that scd2.revert can undo it and
+-- scd2.changes can read its change feed again.  Written only by the
+-- extension (as its owner) in the load's transaction; pruned explicitly
+-- with scd2.prune_change_log.
+------------------------------------------------------------------------------
+CREATE TABLE scd2.change_log_runs (
+    run_id               bigint      PRIMARY KEY,   -- scd2.audit_log.run_id of the load
+    dimension            regclass    NOT NULL,
+    -- the registration as the load used it: how the change log's rows
+    -- name the dimension's rows and columns
+    key_columns          name[]      NOT NULL,
+    valid_from_column    name        NOT NULL,
+    valid_to_column      name        NOT NULL,
+    is_current_column    name,
+    surrogate_key_column name,
+    type1_columns        name[]      NOT NULL,
+    current_valid_to     text        NOT NULL,
+    logged               boolean     NOT NULL,      -- false: loaded with scd2.change_log = off
+    logged_at            timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    pruned_at            timestamptz,               -- set by scd2.prune_change_log
+    reverted_by          bigint                     -- run_id of the revert
+);
+COMMENT ON TABLE scd2.change_log_runs IS
+    'scd2 change log: one row per load that wrote a dimension (the registration it used, whether its change log was pruned, which run reverted it)';
+SELECT pg_catalog.pg_extension_config_dump('scd2.change_log_runs', '');
+
+-- Validity values are kept as timestamptz: a timestamp or date column's
+-- value as that instant in UTC, so it reads back exactly.
+CREATE TABLE scd2.change_log (
+    run_id         bigint      NOT NULL,
+    action         text        NOT NULL,         -- as in the change feed of scd2.merge
+    inserted       boolean     NOT NULL,         -- a row the load inserted; else one it updated
+    surrogate_key  bigint,                       -- of an updated row, or of an inserted row once reverted
+    business_key   jsonb       NOT NULL,
+    valid_from     timestamptz NOT NULL,         -- the row's valid_from
+    valid_to       timestamptz,                  -- its valid_to after the load; NULL: current
+    old_valid_to   timestamptz,                  -- an updated row's values before the load
+    old_is_current boolean,
+    old_type1      jsonb
+);
+CREATE INDEX change_log_run_id_idx ON scd2.change_log (run_id);
+COMMENT ON TABLE scd2.change_log IS
+    'scd2 change log: one row per dimension row a load wrote, with the before-image of what it updated';
+SELECT pg_catalog.pg_extension_config_dump('scd2.change_log', '');
+
+-- The runs are public like the audit log; the rows hold dimension data and
+-- are read through scd2.changes and scd2.revert, which check the caller's
+-- rights on the dimension.
+REVOKE ALL ON scd2.change_log_runs, scd2.change_log FROM PUBLIC;
+GRANT SELECT ON scd2.change_log_runs TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- On a bad day: undo a load, read a past run's changes, see the dimension
+-- as it was.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.revert(run_id bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_revert'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.revert(bigint) IS
+    'undoes the newest successful load of a dimension exactly (deletes the versions it inserted, restores what it updated); returns the revert''s own run id';
+
+CREATE FUNCTION scd2.changes(run_id bigint)
+RETURNS TABLE (action text, surrogate_key bigint, business_key jsonb,
+               valid_from timestamptz, valid_to timestamptz)
+AS 'MODULE_PATHNAME', 'scd2_changes'
+LANGUAGE C CALLED ON NULL INPUT STABLE;
+COMMENT ON FUNCTION scd2.changes(bigint) IS
+    'the change feed of a past run (the rows scd2.merge returned), from the change log';
+
+CREATE FUNCTION scd2.prune_change_log(older_than interval, dimension regclass DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_prune_change_log'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.prune_change_log(interval, regclass) IS
+    'deletes the change log of the runs logged more than older_than ago (of one dimension, or of every dimension the caller owns); returns the number of runs pruned, which can no longer be reverted';
+
+CREATE FUNCTION scd2.dimension_at(dimension anyelement, at timestamptz)
+RETURNS SETOF anyelement
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_rel  regclass;
+    v_reg  scd2.dimensions;
+    v_type regtype;
+BEGIN
+    SELECT t.typrelid INTO v_rel FROM pg_catalog.pg_type t
+     WHERE t.oid = pg_catalog.pg_typeof(dimension) AND t.typrelid <> 0;
+    IF v_rel IS NULL THEN
+        RAISE EXCEPTION 'scd2.dimension_at takes a row of a dimension table, not %', pg_catalog.pg_typeof(dimension)
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Pass a NULL of the dimension''s row type, e.g. scd2.dimension_at(NULL::dim_customer, ''2024-06-01'').';
+    END IF;
+    SELECT * INTO v_reg FROM scd2.dimensions d WHERE d.dimension = v_rel;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a registered scd2 dimension', v_rel
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Register it first with scd2.register().';
+    END IF;
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'at must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- Half-open validity: valid_from <= at < valid_to; a current row's
+    -- valid_to is NULL or a far-future value.  For date and timestamp
+    -- validity columns, at is converted in the session's TimeZone.
+    v_type := scd2._column_type(v_rel, v_reg.valid_from_column, 'valid_from_column');
+    RETURN QUERY EXECUTE pg_catalog.format(
+        'SELECT d.* FROM %s d WHERE d.%I OPERATOR(pg_catalog.<=) CAST($1 AS %s)'
+        ' AND (d.%I IS NULL OR d.%I OPERATOR(pg_catalog.>) CAST($1 AS %s))',
+        v_rel, v_reg.valid_from_column, v_type,
+        v_reg.valid_to_column, v_reg.valid_to_column, v_type) USING at;
+END
+$$;
+COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz) IS
+    'every key''s version valid at an instant (valid_from <= at < valid_to), in the dimension''s row type: SELECT * FROM scd2.dimension_at(NULL::dim, at)';

@@ -30,6 +30,8 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	char	   *username = GetUserNameFromId(GetUserId(), false);
 	int			pin;
 	int			i = 0;
+	/* a load's run id reserved by its change log (changelog.c), or 0 */
+	int64		reserved = strcmp(status, "success") == 0 ? scd2_changelog_claim_run_id(dim_name) : 0;
 
 #define ARG(type, value) (argtypes[i] = (type), values[i] = (value), nulls[i] = ' ', i++)
 	ARG(TEXTOID, CStringGetTextDatum(dim_name));
@@ -49,6 +51,8 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	/* a name Datum points to NAMEDATALEN bytes: build one (not the C string) */
 	ARG(NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(username)));
 	ARG(TEXTOID, message ? CStringGetTextDatum(message) : (Datum) 0);
+	if (reserved != 0)
+		ARG(INT8OID, Int64GetDatum(reserved));
 #undef ARG
 	if (message == NULL)
 		nulls[15] = 'n';
@@ -56,12 +60,18 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	pin = scd2_pin_search_path();
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	rc = SPI_execute_with_args(
+	rc = SPI_execute_with_args(reserved == 0 ?
 		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
 		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
 		" type1_updated, unchanged, duplicates, username, txid, message)"
 		" VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp(), $6, $7, $8, $9, $10, $11,"
-		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16) RETURNING run_id",
+		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16) RETURNING run_id" :
+		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
+		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
+		" type1_updated, unchanged, duplicates, username, txid, message, run_id)"
+		" OVERRIDING SYSTEM VALUE"
+		" VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp(), $6, $7, $8, $9, $10, $11,"
+		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16, $17) RETURNING run_id",
 		i, argtypes, values, nulls, false, 1);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	scd2_unpin(pin);

@@ -1115,6 +1115,9 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	m->duplicates = complex_rows - distinct;
 	m->unchanged = (m->source_rows - complex_rows - fast_counted) + (distinct - kept - y_applied);
 
+	/* the change log (changelog.c): before-images of what the MERGE changes */
+	if (!req->dry_run)
+		(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap);
 	if (!req->dry_run && total_changes > 0)
 		fed = write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
 							  res->feed_desc);

@@ -17,5 +17,6 @@ _PG_init(void)
 {
 	scd2_asof_init_gucs();
 	scd2_load_init_gucs();
+	scd2_changelog_init_gucs();
 	MarkGUCPrefixReserved("scd2");
 }

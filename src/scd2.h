@@ -174,6 +174,7 @@ extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
+extern char *scd2_expand_names(const Scd2Config *cfg, const char *tmpl);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 
@@ -189,6 +190,25 @@ extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
 							  const char *message);
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
 								bool dry_run);
+
+/* A column named by a run's change log, found in the dimension. */
+typedef struct Scd2LoggedColumn
+{
+	char	   *name;
+	char	   *ident;
+	Oid			typid;
+	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
+	char	   *eqop_sql;		/* OPERATOR(schema.=), or NULL */
+} Scd2LoggedColumn;
+
+/* changelog.c */
+extern void scd2_changelog_init_gucs(void);
+extern void scd2_pin_text_forms(void);
+extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap);
+extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
+extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
+												int64 run_id, const char *dim_name, int *n);
+extern int64 scd2_changelog_claim_run_id(const char *dim_name);
 
 /* util.c */
 extern int	scd2_pin_search_path(void);

@@ -45,8 +45,8 @@
  * namespace.  sql-tests/load_names.sql loads a dimension with a column
  * named after each of them and after each internal column's short name.
  */
-static char *
-expand_names(const Scd2Config *cfg, const char *tmpl)
+char *
+scd2_expand_names(const Scd2Config *cfg, const char *tmpl)
 {
 	StringInfoData buf;
 
@@ -62,7 +62,7 @@ expand_names(const Scd2Config *cfg, const char *tmpl)
 static char *staging_key_json(const Scd2Config *cfg);
 
 /* A template with internal names, expanded for this load's cfg. */
-#define X(tmpl) expand_names(cfg, tmpl)
+#define X(tmpl) scd2_expand_names(cfg, tmpl)
 
 /* ---------- small builders ---------- */
 

@@ -118,6 +118,8 @@ expect "restored registry names the restored tables" \
                  JOIN pg_class c ON c.oid = d.dimension JOIN pg_namespace cn ON cn.oid = c.relnamespace
                  JOIN pg_class s ON s.oid = d.staging JOIN pg_namespace sn ON sn.oid = s.relnamespace")"
 same "audit log rows" "SELECT a::text FROM scd2.audit_log a ORDER BY run_id"
+same "change log runs" "SELECT r::text FROM scd2.change_log_runs r ORDER BY run_id"
+same "change log rows" "SELECT c::text FROM scd2.change_log c ORDER BY 1"
 same "dimension rows (plain)" "SELECT t::text FROM public.dim_customer t ORDER BY sk"
 same "dimension rows (quoted names)" "SELECT t::text FROM \"Sales Mart\".\"Dim Product \"\"ü\"\"\" t ORDER BY 1"
 same "scd2 indexes on the dimensions" \
@@ -133,6 +135,15 @@ out=$(sql $DST -c "SET client_min_messages = warning" -c "UPDATE stg_customer SE
 expect "its run id follows the restored ones" "$((max_run + 1)) success 1 1" \
     "$(q $DST "SELECT run_id || ' ' || status || ' ' || new_versions || ' ' || closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
 expect "the restored dimension has the new version" "1:Oslo:0 1:Paris:1 2:Rome:0 2:Milan:1" \
+    "$(q $DST "SELECT string_agg(customer_id || ':' || city || ':' || is_current::int, ' ' ORDER BY customer_id, valid_from) FROM dim_customer")"
+# A restored run can be read back (the first load of dim_customer), and
+# the load after the restore reverted.
+same "change feed of a restored run" \
+    "SELECT string_agg(f::text, ' ' ORDER BY f::text) FROM scd2.changes((SELECT min(r.run_id) FROM scd2.change_log_runs r
+        WHERE r.dimension = 'public.dim_customer'::regclass)) f"
+out=$(sql $DST -c "SET client_min_messages = warning" -c "SELECT scd2.revert($((max_run + 1)))" 2>&1) \
+    && ok "revert after the restore" || not_ok "revert after the restore" "$out"
+expect "the reverted dimension is as restored" "1:Oslo:1 2:Rome:0 2:Milan:1" \
     "$(q $DST "SELECT string_agg(customer_id || ':' || city || ':' || is_current::int, ' ' ORDER BY customer_id, valid_from) FROM dim_customer")"
 out=$(sql $DST -c "SET client_min_messages = warning" \
         -c "INSERT INTO \"Sales Mart\".\"stg product \"\"v2\"\"\" VALUES ('C-3', 'EU', 7, 'washer', '2024-05-01', false)" \

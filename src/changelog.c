@@ -1,0 +1,368 @@
+/*
+ * changelog.c -- the change log: what each load changed, kept so that the
+ * load can be reverted (revert.c) and its change feed read again
+ * (changes.c).
+ *
+ * A load that writes (not a dry run) records, in its own transaction and
+ * with one INSERT ... SELECT just before its MERGE:
+ *   - one row in scd2.change_log_runs (the run's header: the dimension and
+ *     its registration as the load used it, and whether the rows were
+ *     logged -- SET scd2.change_log = off skips them);
+ *   - one row in scd2.change_log per row of the change table, i.e. per
+ *     dimension row the MERGE writes: the feed's action, the business key
+ *     (jsonb, as in the feed), valid_from and the new valid_to, and for a
+ *     row it updates the before-image of what it changes (valid_to,
+ *     is_current, Type 1 columns), read from the dimension by the
+ *     identity the MERGE matches on (business key and valid_from).
+ * The surrogate keys of the rows the MERGE inserts do not exist yet:
+ * scd2.changes reads them back by (key, valid_from), and a revert keeps
+ * them in the change log before it deletes the rows.
+ *
+ * The run id is reserved from the audit log's sequence before the MERGE
+ * and handed to the audit row of the same load
+ * (scd2_changelog_claim_run_id), so the change log and the audit log
+ * agree on it.
+ *
+ * Everything here is written as the extension owner, as the audit log is:
+ * users cannot forge the change log (nor read it: it holds dimension
+ * data).
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+/* scd2.change_log: record what loads change (default on). */
+static bool scd2_change_log_enabled = true;
+
+/*
+ * The run id reserved by the load running now, claimed by its audit row.
+ * It is only handed over inside the (sub)transaction that reserved it and
+ * for the same dimension: a load that failed after reserving leaves a
+ * stale id that nobody claims.
+ */
+static struct
+{
+	int64		run_id;
+	TransactionId xid;
+	char	   *dim_name;		/* in TopMemoryContext */
+}			pending;
+
+/*
+ * Settings under which every type's text form (the change log keeps
+ * values as jsonb) reads back as the value written: ISO dates, postgres
+ * intervals, shortest-exact floats, money in the C locale.  Saved in the
+ * caller's GUC nest level.
+ */
+void
+scd2_pin_text_forms(void)
+{
+	scd2_set_local("DateStyle", "ISO, YMD");
+	scd2_set_local("IntervalStyle", "postgres");
+	scd2_set_local("extra_float_digits", "1");
+	scd2_set_local("lc_monetary", "C");
+}
+
+void
+scd2_changelog_init_gucs(void)
+{
+	DefineCustomBoolVariable("scd2.change_log",
+							 "Records the before-images of what each load changes, so the load can be reverted.",
+							 "With off, loads run a little faster but cannot be reverted with scd2.revert.",
+							 &scd2_change_log_enabled,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/*
+ * A validity value as the change log stores it (timestamptz): a
+ * timestamptz as is, a timestamp or a date as that instant in UTC, so the
+ * value reads back exactly whatever the session's TimeZone
+ * (scd2_changelog_decode_sql is the inverse).
+ */
+static char *
+encode_sql(Oid typid, const char *expr)
+{
+	if (typid == TIMESTAMPOID)
+		return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, %s)", expr);
+	if (typid == DATEOID)
+		return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, CAST(%s AS pg_catalog.timestamp))", expr);
+	return pstrdup(expr);
+}
+
+char *
+scd2_changelog_decode_sql(Oid typid, const char *expr)
+{
+	if (typid == TIMESTAMPOID)
+		return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, %s)", expr);
+	if (typid == DATEOID)
+		return psprintf("CAST(pg_catalog.timezone('UTC'::pg_catalog.text, %s) AS pg_catalog.date)", expr);
+	return pstrdup(expr);
+}
+
+/* OPERATOR(schema.=) for an operator OID. */
+static char *
+operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *out;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	out = psprintf("OPERATOR(%s.%s)",
+				   quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* " COLLATE schema.name" of a collatable column, else "". */
+static char *
+collate_sql(Oid collid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *out;
+
+	if (!OidIsValid(collid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	out = psprintf(" COLLATE %s",
+				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+											  NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/*
+ * The columns a run's change log names (a name[] of its header), found
+ * in the dimension as it is now; an error when one is gone.
+ */
+Scd2LoggedColumn *
+scd2_changelog_columns(Relation rel, Datum names, int64 run_id, const char *dim_name, int *n)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *elems;
+	bool	   *nulls;
+	Scd2LoggedColumn *cols;
+
+	deconstruct_array(DatumGetArrayTypeP(names), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &elems, &nulls, n);
+	cols = palloc0(sizeof(Scd2LoggedColumn) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		const char *name = NameStr(*DatumGetName(elems[i]));
+		Form_pg_attribute att = NULL;
+		TypeCacheEntry *tc;
+
+		for (int a = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), name) == 0)
+				att = TupleDescAttr(desc, a);
+		if (att == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("dimension %s has no column \"%s\", which run %lld changed",
+							dim_name, name, (long long) run_id),
+					 errdetail("The change log of run %lld names the column; it was dropped or renamed since.",
+							   (long long) run_id),
+					 errhint("Give the column back its name (or add it again) to revert the run.")));
+		cols[i].name = pstrdup(name);
+		cols[i].ident = pstrdup(quote_identifier(name));
+		cols[i].typid = att->atttypid;
+		cols[i].def = psprintf("%s %s%s", cols[i].ident,
+							   format_type_extended(att->atttypid, att->atttypmod,
+													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
+							   collate_sql(att->attcollation));
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
+		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+	}
+	return cols;
+}
+
+/* "'name', alias.ident" pairs for jsonb_build_object. */
+static void
+append_json_pair(StringInfo buf, const char *name, const char *expr)
+{
+	appendStringInfo(buf, "%s%s, %s", buf->len > 0 ? ", " : "", quote_literal_cstr(name), expr);
+}
+
+/* Run one statement of the change log as the extension owner. */
+static void
+exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			  Snapshot snap, int expected, const char *what)
+{
+	Oid			save_userid;
+	int			save_sec;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (snap != NULL)
+	{
+		int			nest = NewGUCNestLevel();
+
+		/*
+		 * Probe the (key, valid_from) index for each updated row, as the
+		 * MERGE does: the change table is not analyzed, and the planner
+		 * would hash the whole dimension (0.6 s at 1M keys / 20k updates,
+		 * against 0.1 s for the probes).
+		 */
+		scd2_set_local("enable_hashjoin", "off");
+		scd2_set_local("enable_mergejoin", "off");
+		scd2_set_local("enable_memoize", "off");
+		scd2_pin_text_forms();
+		scd2_spi_exec_snap(sql, nargs, argtypes, values, NULL, snap, expected, what);
+		AtEOXact_GUC(true, nest);
+	}
+	else
+	{
+		int			rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
+
+		if (rc != expected)
+			elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
+	}
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+/*
+ * Whether the installed extension has a change log: the library can be
+ * newer than the extension's objects until ALTER EXTENSION scd2 UPDATE
+ * (0.3 created the change log), and loads go on meanwhile, unlogged.
+ */
+static bool
+change_log_installed(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("change_log_runs", nsp)) &&
+		OidIsValid(get_relname_relid("change_log", nsp));
+}
+
+/*
+ * Before the MERGE: reserve the run id, write the run's header and one
+ * change-log row per row of the change table -- for an update copy (it
+ * carries its target's valid_from in _tvf) the before-image of its target,
+ * read from the dimension; for an insert copy its identity only (its
+ * surrogate key does not exist yet: scd2.changes reads it back).  Returns
+ * the reserved run id (0: no change log installed).
+ */
+/* internal column names of the change table, as sqlgen.c writes them */
+#define X(tmpl) scd2_expand_names(cfg, tmpl)
+
+int64
+scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
+{
+	StringInfoData sql;
+	StringInfoData keys;
+	StringInfoData type1;
+	Oid			argtypes[3] = {INT8OID, OIDOID, BOOLOID};
+	Datum		values[3];
+	int64		run_id;
+	MemoryContext oldcxt;
+
+	if (!change_log_installed())
+		return 0;
+
+	/* the run id, from the audit log's own sequence */
+	exec_as_owner("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
+				  0, NULL, NULL, NULL, SPI_OK_SELECT, "reserving a run id");
+	run_id = scd2_spi_int8(0, 1);
+
+	/* the header: the registration's columns as this load used them */
+	values[0] = Int64GetDatum(run_id);
+	values[1] = ObjectIdGetDatum(cfg->dim_oid);
+	values[2] = BoolGetDatum(scd2_change_log_enabled);
+	exec_as_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
+				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
+				  " type1_columns, current_valid_to, logged)"
+				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
+				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3"
+				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+				  3, argtypes, values, NULL, SPI_OK_INSERT, "writing the change log's run");
+	if (SPI_processed != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
+
+	if (scd2_change_log_enabled)
+	{
+		initStringInfo(&keys);
+		for (int i = 0; i < cfg->nkeys; i++)
+			append_json_pair(&keys, cfg->keys[i].name, psprintf("c.%s", cfg->keys[i].ident));
+		initStringInfo(&type1);
+		for (int i = 0; i < cfg->ntype1; i++)
+			append_json_pair(&type1, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
+
+		initStringInfo(&sql);
+		appendStringInfo(&sql,
+						 X("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
+						   " valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
+						   " SELECT $1, c.`_action, false, %s, pg_catalog.jsonb_build_object(%s), %s, %s, %s, %s, %s"
+						   " FROM %s c JOIN %s d ON "),
+						 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
+						 keys.data, encode_sql(cfg->vf.typid, X("c.`_tvf")),
+						 encode_sql(cfg->vf.typid, X("c.`_vt")),
+						 encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vt.ident)),
+						 cfg->is_current ? psprintf("d.%s", cfg->is_current) : "NULL::pg_catalog.bool",
+						 cfg->ntype1 > 0 ? psprintf("pg_catalog.jsonb_build_object(%s)", type1.data) : "NULL::pg_catalog.jsonb",
+						 chg, cfg->dim_sql);
+		for (int i = 0; i < cfg->nkeys; i++)
+			appendStringInfo(&sql, "d.%s %s c.%s AND ", cfg->keys[i].ident, cfg->keys[i].eqop_sql,
+							 cfg->keys[i].ident);
+		appendStringInfo(&sql, X("d.%s %s c.`_tvf WHERE c.`_tvf IS NOT NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
+		appendStringInfo(&sql,
+						 X(" UNION ALL SELECT $1, c.`_action, true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s, %s,"
+						   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
+						   " FROM %s c WHERE c.`_tvf IS NULL"),
+						 keys.data, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
+		exec_as_owner(sql.data, 1, argtypes, values, snap, SPI_OK_INSERT,
+					  "writing the change log");
+	}
+
+	/* hand the run id to this load's audit row */
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	if (pending.dim_name)
+		pfree(pending.dim_name);
+	pending.dim_name = pstrdup(cfg->dim_name);
+	MemoryContextSwitchTo(oldcxt);
+	pending.run_id = run_id;
+	pending.xid = GetCurrentTransactionId();
+	return run_id;
+}
+
+/*
+ * The run id reserved by this (sub)transaction's load of dim_name, or 0.
+ * Called by the audit log for a successful load; the reservation is used
+ * once.
+ */
+int64
+scd2_changelog_claim_run_id(const char *dim_name)
+{
+	int64		run_id = 0;
+
+	if (pending.run_id != 0 && pending.dim_name != NULL &&
+		TransactionIdEquals(pending.xid, GetCurrentTransactionIdIfAny()) &&
+		strcmp(pending.dim_name, dim_name) == 0)
+		run_id = pending.run_id;
+	pending.run_id = 0;
+	return run_id;
+}

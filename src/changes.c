@@ -1,0 +1,312 @@
+/*
+ * changes.c -- reading and pruning the change log (changelog.c writes it):
+ *   scd2.changes(run_id)                 a past run's change feed;
+ *   scd2.prune_change_log(older_than, dimension)
+ *                                        explicit retention.
+ *
+ * The change log holds dimension data (keys, Type 1 values), so PUBLIC
+ * cannot read it: these functions check the caller's rights on the
+ * dimension, then read or delete as the extension owner.
+ */
+#include "scd2.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "access/table.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(scd2_changes);
+PG_FUNCTION_INFO_V1(scd2_prune_change_log);
+
+/* Switch to the extension owner for the change log's own rows. */
+static void
+as_owner(Oid *save_userid, int *save_sec)
+{
+	GetUserIdAndSecContext(save_userid, save_sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+Datum
+scd2_changes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		run_id;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Oid			dim_oid;
+	Datum		keynames;
+	Datum		booknames;
+	Datum		sknames;
+	char	   *current_vt;
+	char	   *pruned_at;
+	char	   *dim_name;
+	Relation	rel;
+	Scd2LoggedColumn *keys;
+	Scd2LoggedColumn *book;
+	Scd2LoggedColumn *sk;
+	int			nkeys;
+	int			nbook;
+	int			nsk;
+	Datum		arrays[6];
+	Oid			arrtypes[6] = {TEXTARRAYOID, BOOLARRAYOID, INT8ARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	StringInfoData sql;
+	char	   *marker;
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+	int			pin;
+	int			nest;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("run_id must not be NULL")));
+	run_id = PG_GETARG_INT64(0);
+	values[0] = Int64GetDatum(run_id);
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+
+	rc = SPI_execute_with_args(
+		"SELECT a.status, r.run_id IS NOT NULL, r.dimension::pg_catalog.oid, r.logged, r.pruned_at,"
+		"       r.key_columns, ARRAY[r.valid_from_column, r.valid_to_column],"
+		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL), r.current_valid_to"
+		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
+		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
+		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld does not exist", (long long) run_id),
+				 errhint("The run ids of the loads are in scd2.audit_log.")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (!DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no change log", (long long) run_id),
+				 errdetail(strcmp(SPI_getvalue(tup, desc, 1), "success") == 0 ?
+						   "Run %lld was loaded before scd2 0.3, which began keeping a change log." :
+						   "Run %lld is not a load that wrote the dimension (its status is %s).",
+						   (long long) run_id, SPI_getvalue(tup, desc, 1))));
+	dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	if (!DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no change log", (long long) run_id),
+				 errdetail("Run %lld was loaded with scd2.change_log = off.", (long long) run_id)));
+	pruned_at = SPI_getvalue(tup, desc, 5);
+	if (pruned_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the change log of run %lld was pruned", (long long) run_id),
+				 errdetail("scd2.prune_change_log removed it at %s; a pruned run can no longer be reverted or read back.",
+						   pruned_at)));
+	keynames = datumCopy(SPI_getbinval(tup, desc, 6, &isnull), false, -1);
+	booknames = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
+	sknames = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
+	current_vt = SPI_getvalue(tup, desc, 9);
+
+	/* the feed shows dimension rows: the caller must be able to read them */
+	if (get_rel_relkind(dim_oid) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the dimension of run %lld no longer exists", (long long) run_id)));
+	dim_name = scd2_relation_display_name(dim_oid);
+	if (pg_class_aclcheck(dim_oid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for dimension %s", dim_name),
+				 errdetail("Reading the change feed of run %lld needs SELECT on its dimension.",
+						   (long long) run_id)));
+	rel = table_open(dim_oid, AccessShareLock);
+	keys = scd2_changelog_columns(rel, keynames, run_id, dim_name, &nkeys);
+	book = scd2_changelog_columns(rel, booknames, run_id, dim_name, &nbook);
+	sk = scd2_changelog_columns(rel, sknames, run_id, dim_name, &nsk);
+	table_close(rel, NoLock);
+
+	/* the run's rows, in the feed's order (as the extension owner) */
+	as_owner(&save_userid, &save_sec);
+	rc = SPI_execute_with_args(
+		"SELECT COALESCE(pg_catalog.array_agg(c.action ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.inserted ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.surrogate_key ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_to ORDER BY c.business_key, c.valid_from, c.inserted), '{}')"
+		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, true, 1);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
+	for (int i = 0; i < 6; i++)
+		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
+							  false, -1);
+
+	/*
+	 * As the caller: the validity values in the dimension's terms (a
+	 * current row's valid_to as the registration stored it), and the
+	 * surrogate keys of the inserted rows read back by (key, valid_from).
+	 */
+	if (strcmp(current_vt, "null") == 0)
+		marker = "NULL::pg_catalog.timestamptz";
+	else
+		marker = psprintf("CAST(CAST(%s AS %s) AS pg_catalog.timestamptz)", quote_literal_cstr(current_vt),
+						  format_type_be_qualified(book[0].typid));
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT c.action, ");
+	if (nsk > 0)
+	{
+		appendStringInfo(&sql, "COALESCE(c.sk, CASE WHEN c.ins THEN (SELECT CAST(t.%s AS pg_catalog.int8)"
+						 " FROM %s t, pg_catalog.jsonb_to_record(c.k) AS s(", sk[0].ident, dim_name);
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&sql, "%s%s", i ? ", " : "", keys[i].def);
+		appendStringInfoString(&sql, ") WHERE ");
+		for (int i = 0; i < nkeys; i++)
+			appendStringInfo(&sql, "t.%s %s s.%s AND ", keys[i].ident,
+							 keys[i].eqop_sql ? keys[i].eqop_sql : "=", keys[i].ident);
+		appendStringInfo(&sql, "t.%s %s %s) END), ", book[0].ident,
+						 book[0].eqop_sql ? book[0].eqop_sql : "=",
+						 scd2_changelog_decode_sql(book[0].typid, "c.vf"));
+	}
+	else
+		appendStringInfoString(&sql, "c.sk, ");
+	appendStringInfo(&sql, "c.k, CAST(%s AS pg_catalog.timestamptz),"
+					 " CASE WHEN c.vt IS NULL THEN %s ELSE CAST(%s AS pg_catalog.timestamptz) END"
+					 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4),"
+					 " pg_catalog.unnest($5), pg_catalog.unnest($6)) WITH ORDINALITY AS c(action, ins, sk, k, vf, vt, n)"
+					 " ORDER BY c.n",
+					 scd2_changelog_decode_sql(book[0].typid, "c.vf"), marker,
+					 scd2_changelog_decode_sql(book[0].typid, "c.vt"));
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	rc = SPI_execute_with_args(sql.data, 6, arrtypes, arrays, NULL, true, 0);
+	AtEOXact_GUC(true, nest);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the change feed failed: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[5];
+		bool		nulls[5];
+
+		for (int c = 0; c < 5; c++)
+			row[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+
+	scd2_unpin(pin);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * Delete the change log of the runs logged more than older_than ago, of
+ * one dimension or of every dimension the caller owns (a superuser: every
+ * dimension, also dropped ones); their headers stay, marked pruned, so a
+ * revert can say why it cannot.  Returns the number of runs pruned.
+ */
+Datum
+scd2_prune_change_log(PG_FUNCTION_ARGS)
+{
+	Interval   *older_than;
+	Oid			dim_oid = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+	Oid			argtypes[3] = {INTERVALOID, OIDOID, BOOLOID};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	Datum		runs;
+	bool		isnull;
+	int64		npruned;
+	Oid			save_userid;
+	int			save_sec;
+	int			rc;
+	int			pin;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("older_than must not be NULL"),
+				 errhint("Pass how old a run's change log must be to be pruned, e.g. interval '90 days'.")));
+	older_than = PG_GETARG_INTERVAL_P(0);
+	if (older_than->month < 0 || older_than->day < 0 || older_than->time < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("older_than must not be negative"),
+				 errhint("Pass interval '0' to prune every run logged so far.")));
+	if (OidIsValid(dim_oid))
+	{
+		if (get_rel_relkind(dim_oid) == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation with OID %u does not exist", dim_oid)));
+		if (!scd2_relation_ownercheck(dim_oid, GetUserId()))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of table %s", scd2_relation_display_name(dim_oid)),
+					 errdetail("Only the owner of a dimension can prune its change log.")));
+	}
+	values[0] = PointerGetDatum(older_than);
+	values[1] = ObjectIdGetDatum(dim_oid);
+	values[2] = BoolGetDatum(superuser());
+	if (!OidIsValid(dim_oid))
+		nulls[1] = 'n';
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+
+	/* the runs to prune, as the caller: owned dimensions only */
+	rc = SPI_execute_with_args(
+		"SELECT COALESCE(pg_catalog.array_agg(r.run_id), '{}'), pg_catalog.count(*)"
+		"  FROM scd2.change_log_runs r LEFT JOIN pg_catalog.pg_class k"
+		"    ON k.oid OPERATOR(pg_catalog.=) r.dimension::pg_catalog.oid"
+		" WHERE r.logged AND r.pruned_at IS NULL"
+		"   AND r.logged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+		"   AND ($2 IS NULL OR r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass)"
+		"   AND CASE WHEN k.oid IS NULL THEN $3 ELSE pg_catalog.pg_has_role(k.relowner, 'USAGE') END",
+		3, argtypes, values, nulls, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: finding runs to prune failed: %s", SPI_result_code_string(rc));
+	runs = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull), false, -1);
+	npruned = scd2_spi_int8(0, 2);
+
+	if (npruned > 0)
+	{
+		Oid			rtypes[1] = {INT8ARRAYOID};
+		Datum		rvalues[1] = {runs};
+		int			rc2;
+
+		as_owner(&save_userid, &save_sec);
+		rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
+								   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+								   1, rtypes, rvalues, NULL, false, 0);
+		rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
+									" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+									1, rtypes, rvalues, NULL, false, 0);
+		SetUserIdAndSecContext(save_userid, save_sec);
+		if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
+			elog(ERROR, "scd2: pruning the change log failed");
+	}
+
+	scd2_unpin(pin);
+	SPI_finish();
+	PG_RETURN_INT64(npruned);
+}
