@@ -102,31 +102,6 @@
 #include "asof.h"
 #include "scd2.h"
 
-/* API differences after PostgreSQL 15 (only 15 is built and tested) */
-#if PG_VERSION_NUM >= 170000
-#define ASOF_MY_LXID	(MyProc->vxid.lxid)
-#else
-#define ASOF_MY_LXID	(MyProc->lxid)
-#endif
-
-/* scd2.asof_on_missing */
-typedef enum AsofOnMissing
-{
-	ASOF_MISSING_NULL,
-	ASOF_MISSING_ERROR
-} AsofOnMissing;
-
-static const struct config_enum_entry asof_on_missing_options[] = {
-	{"null", ASOF_MISSING_NULL, false},
-	{"error", ASOF_MISSING_ERROR, false},
-	{NULL, 0, false}
-};
-
-static int	asof_on_missing = ASOF_MISSING_NULL;
-
-/* scd2.asof_bulk_threshold: calls of one query before the in-memory map */
-static int	asof_bulk_threshold = 50000;
-
 /* A smaller dimension switches earlier: after rows / 10 calls, at least this. */
 #define ASOF_BULK_MIN_CALLS 1000
 
@@ -283,32 +258,6 @@ static void asof_opencxt_gone(void *arg);
 static void prepare_btree_scan(IndexScanDesc scan);
 
 PG_FUNCTION_INFO_V1(scd2_asof);
-
-void
-scd2_asof_init_gucs(void)
-{
-	DefineCustomEnumVariable("scd2.asof_on_missing",
-							 "What scd2.asof does when no version of the key is valid at the instant.",
-							 "null returns NULL; error raises an error naming the key and the instant.",
-							 &asof_on_missing,
-							 ASOF_MISSING_NULL,
-							 asof_on_missing_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("scd2.asof_bulk_threshold",
-							"Calls of scd2.asof in one query after which it looks versions up in an in-memory map of the dimension.",
-							"The map is built once per query and snapshot by one walk of the as-of index, when it fits in work_mem * hash_mem_multiplier; "
-							"a dimension of fewer than 10 times this many rows switches after rows / 10 calls (at least 1000). "
-							"0 never builds it; 1 builds it at the first call.",
-							&asof_bulk_threshold,
-							50000,
-							0,
-							INT_MAX,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-}
 
 /* The dimension's name as regclass prints it (qualified when not visible). */
 static char *
@@ -724,7 +673,7 @@ build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	c->cb.arg = c;
 	MemoryContextRegisterResetCallback(cxt, &c->cb);
 	c->relid = relid;
-	c->lxid = ASOF_MY_LXID;
+	c->lxid = SCD2_MY_LXID;
 	c->cid = GetCurrentCommandId(false);
 
 	oldcxt = MemoryContextSwitchTo(cxt);
@@ -781,10 +730,10 @@ build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	c->est_rows = heap->rd_rel->reltuples;
 	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
 		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
-	if (asof_bulk_threshold <= 0)
+	if (scd2_asof_bulk_threshold <= 0)
 		c->bulk_trigger = 0;
 	else
-		c->bulk_trigger = (int64) Min((double) asof_bulk_threshold,
+		c->bulk_trigger = (int64) Min((double) scd2_asof_bulk_threshold,
 									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
 
 	/* key arguments */
@@ -977,11 +926,7 @@ asof_open(AsofCache *c, Snapshot snapshot)
 		c->snap.subxip = palloc(sizeof(TransactionId) * Max(snapshot->subxcnt, 1));
 		if (snapshot->subxcnt > 0)
 			memcpy(c->snap.subxip, snapshot->subxip, sizeof(TransactionId) * snapshot->subxcnt);
-#if PG_VERSION_NUM >= 180000
-		c->scan = index_beginscan(c->heap, c->index, c->snapshot, NULL, c->nkeys + 1, 0);
-#else
-		c->scan = index_beginscan(c->heap, c->index, c->snapshot, c->nkeys + 1, 0);
-#endif
+		c->scan = scd2_index_beginscan(c->heap, c->index, c->snapshot, c->nkeys + 1, 0);
 		c->scan->xs_want_itup = c->index_only;
 		prepare_btree_scan(c->scan);
 		c->slot = table_slot_create(c->heap, NULL);
@@ -1386,11 +1331,7 @@ build_map(AsofCache *c)
 								  Min((double) (PG_UINT32_MAX / 4), (double) limit / sizeof(AsofVersion)));
 	m->versions = MemoryContextAllocHuge(mapcxt, sizeof(AsofVersion) * m->maxversions);
 
-#if PG_VERSION_NUM >= 180000
-	scan = index_beginscan(c->heap, c->index, c->snapshot, NULL, 0, 0);
-#else
-	scan = index_beginscan(c->heap, c->index, c->snapshot, 0, 0);
-#endif
+	scan = scd2_index_beginscan(c->heap, c->index, c->snapshot, 0, 0);
 	scan->xs_want_itup = c->index_only;
 	prepare_btree_scan(scan);
 	index_rescan(scan, NULL, 0, NULL, 0);
@@ -1689,7 +1630,7 @@ scd2_asof(PG_FUNCTION_ARGS)
 	relid = PG_GETARG_OID(0);
 
 	/* (re)build the cache on first call, another dimension, or after DDL */
-	if (c == NULL || c->relid != relid || c->lxid != ASOF_MY_LXID ||
+	if (c == NULL || c->relid != relid || c->lxid != SCD2_MY_LXID ||
 		c->cid != GetCurrentCommandId(false))
 	{
 		c = build_cache(fcinfo, c, relid);
@@ -1757,7 +1698,7 @@ scd2_asof(PG_FUNCTION_ARGS)
 
 	found = run_probe(c, atv, &sk);
 
-	if (!found && asof_on_missing == ASOF_MISSING_ERROR)
+	if (!found && scd2_asof_on_missing == SCD2_ASOF_MISSING_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("no version of key %s in dimension \"%s\" is valid at %s",

@@ -5,7 +5,4 @@
 #ifndef SCD2_ASOF_H
 #define SCD2_ASOF_H
 
-/* Defines the scd2.asof_* GUCs; called from the module's _PG_init. */
-extern void scd2_asof_init_gucs(void);
-
 #endif							/* SCD2_ASOF_H */

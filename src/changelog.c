@@ -46,9 +46,6 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-/* scd2.change_log: record what loads change (default on). */
-static bool scd2_change_log_enabled = true;
-
 /*
  * The run id reserved by the load running now, claimed by its audit row.
  * It is only handed over inside the (sub)transaction that reserved it and
@@ -75,19 +72,6 @@ scd2_pin_text_forms(void)
 	scd2_set_local("IntervalStyle", "postgres");
 	scd2_set_local("extra_float_digits", "1");
 	scd2_set_local("lc_monetary", "C");
-}
-
-void
-scd2_changelog_init_gucs(void)
-{
-	DefineCustomBoolVariable("scd2.change_log",
-							 "Records the before-images of what each load changes, so the load can be reverted.",
-							 "With off, loads run a little faster but cannot be reverted with scd2.revert.",
-							 &scd2_change_log_enabled,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
 }
 
 /*
@@ -292,7 +276,7 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 	/* the header: the registration's columns as this load used them */
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
-	values[2] = BoolGetDatum(scd2_change_log_enabled);
+	values[2] = BoolGetDatum(scd2_change_log);
 	exec_as_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
 				  " type1_columns, current_valid_to, logged)"
@@ -303,7 +287,7 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 	if (SPI_processed != 1)
 		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 
-	if (scd2_change_log_enabled)
+	if (scd2_change_log)
 	{
 		initStringInfo(&keys);
 		for (int i = 0; i < cfg->nkeys; i++)

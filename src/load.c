@@ -71,27 +71,6 @@ typedef struct OwnerContext
 	int			nest;
 } OwnerContext;
 
-/*
- * scd2.allow_empty_snapshot: a snapshot-mode load from an empty staging
- * table would close every current version; it is refused unless this is on
- * (SET LOCAL for the one load that means it).
- */
-static bool allow_empty_snapshot = false;
-
-void
-scd2_load_init_gucs(void)
-{
-	DefineCustomBoolVariable("scd2.allow_empty_snapshot",
-							 "Allows a snapshot-mode load from an empty staging table.",
-							 "Such a load closes every current version of the dimension; "
-							 "an empty extract is more often an upstream failure, so it is refused unless this is on.",
-							 &allow_empty_snapshot,
-							 false,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-}
-
 /* State of one load while it runs. */
 typedef struct LoadState
 {
@@ -1076,7 +1055,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	if (cfg->infinity)
 		check_before_current_valid_to(&st);
 
-	if (cfg->snapshot && m->source_rows == 0 && !allow_empty_snapshot)
+	if (cfg->snapshot && m->source_rows == 0 && !scd2_allow_empty_snapshot)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("snapshot load of dimension %s from an empty staging table refused", cfg->dim_name),

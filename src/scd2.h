@@ -138,6 +138,26 @@ typedef struct Scd2LoadResult
 	char	   *stg_name;
 } Scd2LoadResult;
 
+/*
+ * Settings (scd2.c defines them all in _PG_init; these are their
+ * defaults).
+ */
+typedef enum Scd2AsofOnMissing
+{
+	SCD2_ASOF_MISSING_NULL,
+	SCD2_ASOF_MISSING_ERROR
+} Scd2AsofOnMissing;
+
+#define SCD2_ASOF_ON_MISSING_DEFAULT		SCD2_ASOF_MISSING_NULL
+#define SCD2_ASOF_BULK_THRESHOLD_DEFAULT	50000
+#define SCD2_CHANGE_LOG_DEFAULT				true
+#define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
+
+extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
+extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
+extern bool scd2_change_log;			/* scd2.change_log */
+extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
+
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
 extern char *scd2_relation_display_name(Oid relid);
@@ -179,7 +199,6 @@ extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 
 /* load.c */
-extern void scd2_load_init_gucs(void);
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
 
@@ -202,7 +221,6 @@ typedef struct Scd2LoggedColumn
 } Scd2LoggedColumn;
 
 /* changelog.c */
-extern void scd2_changelog_init_gucs(void);
 extern void scd2_pin_text_forms(void);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
