@@ -202,6 +202,12 @@ extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
 
+/* txn.c */
+extern bool scd2_call_is_nonatomic(FunctionCallInfo fcinfo);
+extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg,
+									  const char *dim_name, const char *stg_name,
+									  TimestampTz effective_at, TimestampTz started_at);
+
 /* audit.c */
 extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
 							  const char *status, TimestampTz effective_at,

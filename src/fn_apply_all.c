@@ -1,5 +1,5 @@
 /*
- * apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
+ * fn_apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
  * dimension from its registered default staging table, for one scheduled
  * job (pg_cron).
  *
@@ -25,17 +25,14 @@
 #include "scd2.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -130,41 +127,35 @@ load_one(const Target *t, TimestampTz effective_at)
 	error_context_stack = errcb.previous;
 }
 
+/* One dimension's load, as txn.c's subtransaction body. */
+typedef struct ApplyAllCall
+{
+	const Target *t;
+	TimestampTz effective_at;
+} ApplyAllCall;
+
+static void
+apply_all_body(void *arg)
+{
+	ApplyAllCall *call = (ApplyAllCall *) arg;
+
+	load_one(call->t, call->effective_at);
+}
+
 /*
  * Top level: the load in a subtransaction; a failure becomes an error row
- * and a WARNING.  Returns the error (copied into cxt), or NULL on success.
- * The caller commits either way.
+ * and a WARNING.  Returns the error (copied into the current memory
+ * context), or NULL on success.  The caller commits either way.
  */
 static ErrorData *
-load_one_nonatomic(const Target *t, TimestampTz effective_at, MemoryContext cxt)
+load_one_nonatomic(const Target *t, TimestampTz effective_at)
 {
-	ResourceOwner oldowner = CurrentResourceOwner;
-	TimestampTz started_at = GetCurrentTimestamp();
-	ErrorData  *edata = NULL;
+	ApplyAllCall call = {t, effective_at};
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		load_one(t, effective_at);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		Scd2Metrics none;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
-
-		memset(&none, 0, sizeof(none));
-		(void) scd2_audit_write(t->dim_name, t->stg_name, "error", effective_at,
-								started_at, &none, edata->message);
+	edata = scd2_run_in_subxact(apply_all_body, &call, t->dim_name, t->stg_name,
+								effective_at, GetCurrentTimestamp());
+	if (edata != NULL)
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("scd2: loading %s failed: %s", t->dim_name, edata->message),
@@ -172,16 +163,13 @@ load_one_nonatomic(const Target *t, TimestampTz effective_at, MemoryContext cxt)
 				 edata->hint ? errhint("%s", edata->hint) : 0,
 				 errcontext("scd2.apply_all loading %s from %s; the error is in scd2.audit_log and the other dimensions are loaded",
 							t->dim_name, t->stg_name)));
-	}
-	PG_END_TRY();
 	return edata;
 }
 
 Datum
 scd2_apply_all(PG_FUNCTION_ARGS)
 {
-	bool		nonatomic = fcinfo->context && IsA(fcinfo->context, CallContext) &&
-		!castNode(CallContext, fcinfo->context)->atomic;
+	bool		nonatomic = scd2_call_is_nonatomic(fcinfo);
 	TimestampTz effective_at;
 	Target	   *targets;
 	int			ntargets;
@@ -238,7 +226,7 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(loadcxt);
 		if (nonatomic)
 		{
-			ErrorData  *edata = load_one_nonatomic(t, effective_at, loadcxt);
+			ErrorData  *edata = load_one_nonatomic(t, effective_at);
 
 			MemoryContextSwitchTo(cxt);
 			if (edata == NULL)
