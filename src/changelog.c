@@ -46,6 +46,8 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "sqlbuild.h"		/* X(): the change table's internal column names */
+
 /*
  * The run id reserved by the load running now, claimed by its audit row.
  * It is only handed over inside the (sub)transaction that reserved it and
@@ -251,9 +253,6 @@ change_log_installed(void)
  * surrogate key does not exist yet: scd2.changes reads it back).  Returns
  * the reserved run id (0: no change log installed).
  */
-/* internal column names of the change table, as sqlgen.c writes them */
-#define X(tmpl) scd2_expand_names(cfg, tmpl)
-
 int64
 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 {

@@ -165,39 +165,6 @@ extern const char *scd2_registry_shape_sql(void);
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 
-/* sqlgen.c */
-extern char *scd2_sql_create_changes(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_create_keys(const Scd2Config *cfg, const char *keys);
-extern char *scd2_sql_create_points(const Scd2Config *cfg, const char *pts);
-extern char *scd2_sql_validate(const Scd2Config *cfg);
-extern char *scd2_sql_bad_row(const Scd2Config *cfg);
-extern char *scd2_sql_nonfinite_row(const Scd2Config *cfg);
-extern Scd2ConvItem *scd2_conv_items(const Scd2Config *cfg, int *n);
-extern char *scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n);
-extern char *scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item);
-extern char *scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item);
-extern char *scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item);
-extern char *scd2_sql_conv_one(const Scd2ConvItem *item);
-extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
-extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
-								bool exclude_keys);
-extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
-extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
-extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
-extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);
-extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win,
-							   bool create);
-extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
-extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
-extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
-extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
-extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
-extern char *scd2_expand_names(const Scd2Config *cfg, const char *tmpl);
-extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
-extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
-
 /* load.c */
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
