@@ -1,0 +1,594 @@
+/*
+ * asof_cache.c -- the call site's cache of scd2.asof: the registry row, the
+ * privileges, the choice of the as-of index and the scan keys of the
+ * business key arguments.  Built at the first call of a query (asof.c), it
+ * lives in fn_extra.
+ */
+#include "postgres.h"
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/htup_details.h"
+#include "access/itup.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/visibilitymap.h"
+#include "access/xact.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_class_d.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/nodeHash.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/ilist.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "portability/instr_time.h"
+#include "parser/parse_coerce.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/predicate.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/date.h"
+#include "utils/fmgroids.h"
+#include "utils/float.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "scd2.h"
+#include "asof.h"
+
+/* The registry query, prepared once per backend. */
+static SPIPlanPtr registry_plan = NULL;
+static const char *registry_plan_shape = NULL;	/* its shape columns */
+
+/* The dimension's name as regclass prints it (qualified when not visible). */
+static char *
+dimension_name(Oid relid)
+{
+	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
+}
+
+/* Attribute number of a registered column, or an error naming it. */
+static AttrNumber
+registered_column(AsofCache *c, const char *colname, const char *what)
+{
+	AttrNumber	attnum = get_attnum(c->relid, colname);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of dimension \"%s\" does not exist",
+						colname, c->relname),
+				 errdetail("It is registered as the %s column in scd2.dimensions.", what),
+				 errhint("Run scd2.register again to update the registration.")));
+	if (attnum < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("system column \"%s\" cannot be the %s column of dimension \"%s\"",
+						colname, what, c->relname)));
+	return attnum;
+}
+
+/*
+ * Read the dimension's registry row (business key, validity and surrogate
+ * key columns) into the cache.
+ */
+static void
+read_registry(AsofCache *c)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
+	int			ret;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	Datum	   *names;
+	int			nnames;
+	char	   *vfname,
+			   *vtname,
+			   *skname = NULL;
+	const char *shape_sql;
+	MemoryContext oldcxt;
+
+	values[0] = ObjectIdGetDatum(c->relid);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/*
+	 * Prepared once per backend (the plan cache revalidates it), and again
+	 * when the registry has gained its shape columns since (ALTER EXTENSION
+	 * scd2 UPDATE in this session).
+	 */
+	shape_sql = scd2_registry_shape_sql();
+	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
+	{
+		SPI_freeplan(registry_plan);
+		registry_plan = NULL;
+	}
+	if (registry_plan == NULL)
+	{
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare(psprintf("SELECT business_key, valid_from_column, valid_to_column,"
+									" surrogate_key_column, %s"
+									" FROM scd2.dimensions"
+									" WHERE dimension OPERATOR(pg_catalog.=) $1",
+									shape_sql),
+						   1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		registry_plan = plan;
+		registry_plan_shape = shape_sql;
+	}
+	ret = SPI_execute_plan(registry_plan, values, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not a registered scd2 dimension", c->relname),
+				 errhint("Register it with scd2.register(...).")));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	/* the dimension must still have the shape it was registered with */
+	{
+		bool		n1,
+					n2,
+					n3;
+		Datum		cols = SPI_getbinval(tup, desc, 5, &n1);
+		Datum		types = SPI_getbinval(tup, desc, 6, &n2);
+		Datum		typmods = SPI_getbinval(tup, desc, 7, &n3);
+
+		if (!n1 && !n2 && !n3)
+			scd2_check_registered_shape(c->relid, c->relname, cols, types, typmods);
+	}
+
+	/* copy what we keep into the cache context */
+	oldcxt = MemoryContextSwitchTo(c->cxt);
+
+	d = SPI_getbinval(tup, desc, 1, &isnull);
+	Assert(!isnull);
+	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &names, NULL, &nnames);
+	if (nnames < 1 || nnames >= INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dimension \"%s\" has an invalid business key in scd2.dimensions", c->relname),
+				 errhint("Run scd2.register again to update the registration.")));
+	c->nkeys = nnames;
+	c->keys = palloc0(sizeof(AsofKey) * nnames);
+	for (int i = 0; i < nnames; i++)
+		c->keys[i].colname = pstrdup(NameStr(*DatumGetName(names[i])));
+
+	vfname = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 2, &isnull))));
+	vtname = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 3, &isnull))));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+		skname = pstrdup(NameStr(*DatumGetName(d)));
+
+	MemoryContextSwitchTo(oldcxt);
+	SPI_finish();
+
+	if (skname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dimension \"%s\" has no surrogate key column", c->relname),
+				 errdetail("scd2.asof returns the surrogate key of a version, and none is registered."),
+				 errhint("Register the dimension again with surrogate_key_column => the column that identifies a version.")));
+
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		AsofKey    *k = &c->keys[i];
+
+		k->attnum = registered_column(c, k->colname, "business key");
+		get_atttypetypmodcoll(c->relid, k->attnum, &k->coltype, &k->coltypmod,
+							  &k->colcollation);
+	}
+
+	{
+		Oid			vttype;
+
+		c->vf_attnum = registered_column(c, vfname, "valid_from");
+		c->vftype = get_atttype(c->relid, c->vf_attnum);
+		c->vt_attnum = registered_column(c, vtname, "valid_to");
+		vttype = get_atttype(c->relid, c->vt_attnum);
+		if ((c->vftype != TIMESTAMPTZOID && c->vftype != TIMESTAMPOID && c->vftype != DATEOID) ||
+			vttype != c->vftype)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("validity columns of dimension \"%s\" must both be timestamptz, timestamp or date",
+							c->relname),
+					 errdetail("Column \"%s\" has type %s and column \"%s\" has type %s.",
+							   vfname, format_type_be(c->vftype), vtname, format_type_be(vttype))));
+
+		c->sk_attnum = registered_column(c, skname, "surrogate key");
+		c->sktype = get_atttype(c->relid, c->sk_attnum);
+		if (c->sktype != INT8OID && c->sktype != INT4OID && c->sktype != INT2OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("surrogate key column \"%s\" of dimension \"%s\" must be an integer",
+							skname, c->relname),
+					 errdetail("Column \"%s\" has type %s.", skname, format_type_be(c->sktype))));
+	}
+}
+
+/*
+ * Does this index serve the as-of probe: a valid, non-partial btree whose
+ * leading key columns are the business key columns in order (with their
+ * collations), then valid_from?
+ */
+static bool
+index_fits(AsofCache *c, Relation index, AttrNumber vf_attnum)
+{
+	Form_pg_index ind = index->rd_index;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || !ind->indisvalid || !ind->indisready)
+		return false;
+	if (ind->indnkeyatts < c->nkeys + 1)
+		return false;
+	if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+		return false;
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		Oid			collid = c->keys[i].colcollation;
+
+		if (ind->indkey.values[i] != c->keys[i].attnum)
+			return false;
+		if (OidIsValid(collid) && index->rd_indcollation[i] != collid)
+			return false;
+	}
+	return ind->indkey.values[c->nkeys] == vf_attnum;
+}
+
+/* Index attribute number (1-based) that returns heap column attnum, or 0. */
+static AttrNumber
+index_column_of(Relation index, AttrNumber attnum)
+{
+	Form_pg_index ind = index->rd_index;
+
+	for (int j = 0; j < ind->indnatts; j++)
+		if (ind->indkey.values[j] == attnum && index_can_return(index, j + 1))
+			return j + 1;
+	return 0;
+}
+
+/*
+ * Choose the as-of index among the dimension's indexes: one that fits, and
+ * among those the first that also returns the surrogate key and valid_to
+ * (so the probe can be index-only).
+ */
+static void
+choose_index(AsofCache *c, Relation heap)
+{
+	List	   *indexes = RelationGetIndexList(heap);
+	AttrNumber	vf_attnum = c->vf_attnum;
+	ListCell   *lc;
+
+	c->indexid = InvalidOid;
+	foreach(lc, indexes)
+	{
+		Oid			indexid = lfirst_oid(lc);
+		Relation	index = index_open(indexid, AccessShareLock);
+
+		if (index_fits(c, index, vf_attnum))
+		{
+			AttrNumber	skatt = index_column_of(index, c->sk_attnum);
+			AttrNumber	vtatt = index_column_of(index, c->vt_attnum);
+			bool		covering = skatt != 0 && vtatt != 0;
+
+			if (!OidIsValid(c->indexid) || (covering && !c->index_only))
+			{
+				c->indexid = indexid;
+				c->sk_idxatt = skatt;
+				c->vt_idxatt = vtatt;
+				c->index_only = covering;
+			}
+		}
+		index_close(index, NoLock);
+		if (c->index_only)
+			break;
+	}
+	list_free(indexes);
+
+	if (!OidIsValid(c->indexid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dimension \"%s\" has no as-of index", c->relname),
+				 errdetail("scd2.asof needs a valid, non-partial btree index whose leading columns are the business key columns followed by \"%s\".",
+						   get_attname(c->relid, vf_attnum, false)),
+				 errhint("Run scd2.register again to recreate it, or create a btree index on (business key, valid_from).")));
+}
+
+/* Error for a call with the wrong number of key values. */
+void
+scd2_asof_wrong_key_count(AsofCache *c, int given)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("wrong number of business key values for dimension \"%s\"", c->relname),
+			 errdetail("The business key has %d column(s); %d value(s) were given.", c->nkeys, given),
+			 errhint("Pass one value per business key column, in the order they were registered.")));
+}
+
+/* Error for a key argument of a type that cannot be compared to its column. */
+static void
+key_type_error(AsofCache *c, AsofKey *k, Oid argtype)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("business key value for column \"%s\" of dimension \"%s\" has type %s, but the column has type %s",
+					k->colname, c->relname, format_type_be(argtype), format_type_be(k->coltype)),
+			 errhint("Cast the value to %s.", format_type_be(k->coltype))));
+}
+
+/*
+ * Decide how the argument for key column i is compared, and initialize its
+ * scan key (index attribute i + 1, equality).
+ */
+static void
+setup_key(AsofCache *c, Relation index, int i, Oid argtype)
+{
+	AsofKey    *k = &c->keys[i];
+	Oid			opfamily = index->rd_opfamily[i];
+	Oid			opcintype = index->rd_opcintype[i];
+	Oid			subtype = opcintype;
+	Oid			eqop = InvalidOid;
+	bool		isvarlena;
+
+	k->argtype = argtype;
+	k->conv = KEY_AS_IS;
+
+	if (argtype == UNKNOWNOID)
+	{
+		Oid			infn;
+
+		k->conv = KEY_INPUT;
+		getTypeInputInfo(k->coltype, &infn, &k->convioparam);
+		fmgr_info_cxt(infn, &k->convfn, c->cxt);
+	}
+	else if (getBaseType(argtype) == getBaseType(k->coltype) ||
+			 (!IsPolymorphicType(opcintype) && IsBinaryCoercible(argtype, opcintype)))
+	{
+		/* used as is */
+	}
+	else if (!IsPolymorphicType(opcintype) &&
+			 OidIsValid(eqop = get_opfamily_member(opfamily, opcintype, getBaseType(argtype),
+												   BTEqualStrategyNumber)))
+	{
+		/* cross-type comparison inside the operator family */
+		subtype = getBaseType(argtype);
+	}
+	else
+	{
+		Oid			castfn;
+
+		switch (find_coercion_pathway(k->coltype, argtype, COERCION_IMPLICIT, &castfn))
+		{
+			case COERCION_PATH_RELABELTYPE:
+				break;
+			case COERCION_PATH_FUNC:
+				k->conv = KEY_CAST;
+				k->convnargs = get_func_nargs(castfn);
+				fmgr_info_cxt(castfn, &k->convfn, c->cxt);
+				break;
+			default:
+				key_type_error(c, k, argtype);
+		}
+	}
+
+	if (!OidIsValid(eqop))
+		eqop = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
+	if (!OidIsValid(eqop))
+		elog(ERROR, "missing equality operator for types %u and %u in operator family %u",
+			 opcintype, subtype, opfamily);
+
+	getTypeOutputInfo(argtype == UNKNOWNOID ? CSTRINGOID : argtype, &k->argoutfn, &isvarlena);
+
+	/*
+	 * Bulk mode hashes keys with the hash functions of this equality
+	 * operator's hash operator family (as a hash join on it would): the
+	 * column side's for the values in the index, the argument side's for the
+	 * values looked up, which the family guarantees to agree whenever the
+	 * operator says equal (under the index column's collation, which is
+	 * passed to both).  Without them, no bulk mode.
+	 */
+	{
+		RegProcedure lhs,
+					rhs;
+
+		if (get_op_hash_functions(eqop, &lhs, &rhs))
+		{
+			fmgr_info_cxt(lhs, &k->hash_col, c->cxt);
+			fmgr_info_cxt(rhs, &k->hash_arg, c->cxt);
+		}
+		else
+			c->bulk_ok = false;
+	}
+
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(c->cxt);
+
+		ScanKeyEntryInitialize(&c->scankeys[i], 0, i + 1, BTEqualStrategyNumber,
+							   subtype, index->rd_indcollation[i],
+							   get_opcode(eqop), (Datum) 0);
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/*
+ * Build the cache for dimension relid and the call site's argument types:
+ * registry row, permissions, index, scan keys.
+ */
+AsofCache *
+scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
+{
+	MemoryContext cxt;
+	AsofCache  *c;
+	Relation	heap;
+	Relation	index;
+	int			nargs;
+	AttrNumber	vf_attnum;
+	Oid			vfopfamily;
+	Oid			vfopcintype;
+	Oid			leop;
+	MemoryContext oldcxt;
+
+	/* a fresh context: the old cache stays usable until this one is built */
+	cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "scd2.asof cache",
+								ALLOCSET_SMALL_SIZES);
+
+	scd2_asof_register_callbacks();
+
+	c = MemoryContextAllocZero(cxt, sizeof(AsofCache));
+	c->cxt = cxt;
+	c->cb.func = scd2_asof_cache_reset;
+	c->cb.arg = c;
+	MemoryContextRegisterResetCallback(cxt, &c->cb);
+	c->relid = relid;
+	c->lxid = SCD2_MY_LXID;
+	c->cid = GetCurrentCommandId(false);
+
+	oldcxt = MemoryContextSwitchTo(cxt);
+	c->relname = dimension_name(relid);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* the dimension must exist; lock it for the rest of the transaction */
+	heap = try_table_open(relid, AccessShareLock);
+	if (heap == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("dimension with OID %u does not exist", relid)));
+	if (heap->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("scd2.asof does not support partitioned dimension \"%s\"", c->relname),
+				 errhint("Use a join on the business key and the validity columns instead.")));
+
+	/*
+	 * The registry's current_valid_to convention is not needed: a NULL or
+	 * 'infinity' valid_to is open either way.
+	 */
+	read_registry(c);
+	vf_attnum = c->vf_attnum;
+
+	/*
+	 * The probe reads the table bypassing the executor, so check what the
+	 * executor would: SELECT on the columns read, and no row-level security.
+	 */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	{
+		AttrNumber	cols[INDEX_MAX_KEYS + 3];
+		int			ncols = 0;
+
+		for (int i = 0; i < c->nkeys; i++)
+			cols[ncols++] = c->keys[i].attnum;
+		cols[ncols++] = vf_attnum;
+		cols[ncols++] = c->vt_attnum;
+		cols[ncols++] = c->sk_attnum;
+		for (int i = 0; i < ncols; i++)
+			if (pg_attribute_aclcheck(relid, cols[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	}
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("scd2.asof does not support row-level security on dimension \"%s\"", c->relname),
+				 errhint("Use a join on the business key and the validity columns instead.")));
+
+	choose_index(c, heap);
+
+	/* bulk mode: when it may switch, and whether it can */
+	c->bulk_ok = true;
+	c->est_rows = heap->rd_rel->reltuples;
+	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
+		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
+	if (scd2_asof_bulk_threshold <= 0)
+		c->bulk_trigger = 0;
+	else
+		c->bulk_trigger = (int64) Min((double) scd2_asof_bulk_threshold,
+									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
+
+	/* key arguments */
+	nargs = PG_NARGS() - 2;
+	c->variadic_array = get_fn_expr_variadic(fcinfo->flinfo);
+	if (c->variadic_array)
+	{
+		Oid			arrtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
+		Oid			elemtype = OidIsValid(arrtype) ? get_element_type(getBaseType(arrtype)) : InvalidOid;
+
+		if (!OidIsValid(elemtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("VARIADIC argument of scd2.asof must be an array")));
+		get_typlenbyvalalign(elemtype, &c->elmlen, &c->elmbyval, &c->elmalign);
+		index = index_open(c->indexid, AccessShareLock);
+		for (int i = 0; i < c->nkeys; i++)
+			setup_key(c, index, i, elemtype);
+	}
+	else
+	{
+		if (nargs != c->nkeys)
+			scd2_asof_wrong_key_count(c, nargs);
+		index = index_open(c->indexid, AccessShareLock);
+		for (int i = 0; i < c->nkeys; i++)
+		{
+			Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, i + 2);
+
+			if (!OidIsValid(argtype))
+				elog(ERROR, "could not determine the type of business key argument %d", i + 1);
+			setup_key(c, index, i, argtype);
+		}
+	}
+
+	/* valid_from <= at, walked from the latest start */
+	vfopfamily = index->rd_opfamily[c->nkeys];
+	vfopcintype = index->rd_opcintype[c->nkeys];
+	if (vfopcintype != c->vftype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("as-of index of dimension \"%s\" uses an unexpected operator class for valid_from",
+						c->relname),
+				 errhint("Run scd2.register again to recreate the index with the default operator class.")));
+	leop = get_opfamily_member(vfopfamily, vfopcintype, vfopcintype, BTLessEqualStrategyNumber);
+	if (!OidIsValid(leop))
+		elog(ERROR, "missing <= operator for type %u in operator family %u", vfopcintype, vfopfamily);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	ScanKeyEntryInitialize(&c->scankeys[c->nkeys], 0, c->nkeys + 1, BTLessEqualStrategyNumber,
+						   vfopcintype, index->rd_indcollation[c->nkeys],
+						   get_opcode(leop), (Datum) 0);
+	MemoryContextSwitchTo(oldcxt);
+	c->direction = (index->rd_indoption[c->nkeys] & INDOPTION_DESC) ?
+		ForwardScanDirection : BackwardScanDirection;
+
+	if (c->sktype != INT8OID && c->sktype != INT4OID && c->sktype != INT2OID)
+		elog(ERROR, "unexpected surrogate key type %u", c->sktype);
+
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+
+	c->callcxt = AllocSetContextCreate(cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
+	if (old != NULL)
+		MemoryContextDelete(old->cxt);
+	return c;
+}
