@@ -53,9 +53,6 @@
 #include "scd2.h"
 #include "asof.h"
 
-/* The registry query, prepared once per backend. */
-static SPIPlanPtr registry_plan = NULL;
-static const char *registry_plan_shape = NULL;	/* its shape columns */
 
 /* The dimension's name as regclass prints it (qualified when not visible). */
 static char *
@@ -87,108 +84,24 @@ registered_column(AsofCache *c, const char *colname, const char *what)
 
 /*
  * Read the dimension's registry row (business key, validity and surrogate
- * key columns) into the cache.
+ * key columns, registry.c) into the cache, and resolve its columns.
  */
 static void
 read_registry(AsofCache *c)
 {
-	Oid			argtypes[1] = {REGCLASSOID};
-	Datum		values[1];
-	int			ret;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
-	Datum	   *names;
-	int			nnames;
+	Scd2AsofRegistration reg;
 	char	   *vfname,
 			   *vtname,
-			   *skname = NULL;
-	const char *shape_sql;
-	MemoryContext oldcxt;
+			   *skname;
 
-	values[0] = ObjectIdGetDatum(c->relid);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	/*
-	 * Prepared once per backend (the plan cache revalidates it), and again
-	 * when the registry has gained its shape columns since (ALTER EXTENSION
-	 * scd2 UPDATE in this session).
-	 */
-	shape_sql = scd2_registry_shape_sql();
-	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
-	{
-		SPI_freeplan(registry_plan);
-		registry_plan = NULL;
-	}
-	if (registry_plan == NULL)
-	{
-		SPIPlanPtr	plan;
-
-		plan = SPI_prepare(psprintf("SELECT business_key, valid_from_column, valid_to_column,"
-									" surrogate_key_column, %s"
-									" FROM scd2.dimensions"
-									" WHERE dimension OPERATOR(pg_catalog.=) $1",
-									shape_sql),
-						   1, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		registry_plan = plan;
-		registry_plan_shape = shape_sql;
-	}
-	ret = SPI_execute_plan(registry_plan, values, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(ret));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table \"%s\" is not a registered scd2 dimension", c->relname),
-				 errhint("Register it with scd2.register(...).")));
-
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-
-	/* the dimension must still have the shape it was registered with */
-	{
-		bool		n1,
-					n2,
-					n3;
-		Datum		cols = SPI_getbinval(tup, desc, 5, &n1);
-		Datum		types = SPI_getbinval(tup, desc, 6, &n2);
-		Datum		typmods = SPI_getbinval(tup, desc, 7, &n3);
-
-		if (!n1 && !n2 && !n3)
-			scd2_check_registered_shape(c->relid, c->relname, cols, types, typmods);
-	}
-
-	/* copy what we keep into the cache context */
-	oldcxt = MemoryContextSwitchTo(c->cxt);
-
-	d = SPI_getbinval(tup, desc, 1, &isnull);
-	Assert(!isnull);
-	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
-					  TYPALIGN_CHAR, &names, NULL, &nnames);
-	if (nnames < 1 || nnames >= INDEX_MAX_KEYS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("dimension \"%s\" has an invalid business key in scd2.dimensions", c->relname),
-				 errhint("Run scd2.register again to update the registration.")));
-	c->nkeys = nnames;
-	c->keys = palloc0(sizeof(AsofKey) * nnames);
-	for (int i = 0; i < nnames; i++)
-		c->keys[i].colname = pstrdup(NameStr(*DatumGetName(names[i])));
-
-	vfname = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 2, &isnull))));
-	vtname = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 3, &isnull))));
-	d = SPI_getbinval(tup, desc, 4, &isnull);
-	if (!isnull)
-		skname = pstrdup(NameStr(*DatumGetName(d)));
-
-	MemoryContextSwitchTo(oldcxt);
-	SPI_finish();
+	scd2_registry_read_asof(c->relid, c->relname, c->cxt, &reg);
+	c->nkeys = reg.nkeys;
+	c->keys = MemoryContextAllocZero(c->cxt, sizeof(AsofKey) * reg.nkeys);
+	for (int i = 0; i < reg.nkeys; i++)
+		c->keys[i].colname = reg.keys[i];
+	vfname = reg.valid_from;
+	vtname = reg.valid_to;
+	skname = reg.surrogate_key;
 
 	if (skname == NULL)
 		ereport(ERROR,

@@ -199,11 +199,9 @@ static void
 exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			  Snapshot snap, int expected, const char *what)
 {
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	if (snap != NULL)
 	{
 		int			nest = NewGUCNestLevel();
@@ -228,7 +226,7 @@ exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 		if (rc != expected)
 			elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
 	}
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 }
 
 /*

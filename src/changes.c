@@ -28,14 +28,6 @@
 PG_FUNCTION_INFO_V1(scd2_changes);
 PG_FUNCTION_INFO_V1(scd2_prune_change_log);
 
-/* Switch to the extension owner for the change log's own rows. */
-static void
-as_owner(Oid *save_userid, int *save_sec)
-{
-	GetUserIdAndSecContext(save_userid, save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), *save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
 Datum
 scd2_changes(PG_FUNCTION_ARGS)
 {
@@ -65,8 +57,7 @@ scd2_changes(PG_FUNCTION_ARGS)
 	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
 	StringInfoData sql;
 	char	   *marker;
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc;
 	int			pin;
 	int			nest;
@@ -145,7 +136,7 @@ scd2_changes(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 
 	/* the run's rows, in the feed's order (as the extension owner) */
-	as_owner(&save_userid, &save_sec);
+	scd2_become_extension_owner(&saved);
 	rc = SPI_execute_with_args(
 		"SELECT COALESCE(pg_catalog.array_agg(c.action ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.inserted ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
@@ -155,7 +146,7 @@ scd2_changes(PG_FUNCTION_ARGS)
 		"       COALESCE(pg_catalog.array_agg(c.valid_to ORDER BY c.business_key, c.valid_from, c.inserted), '{}')"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
 		1, argtypes, values, NULL, true, 1);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
 	for (int i = 0; i < 6; i++)
@@ -235,8 +226,7 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	Datum		runs;
 	bool		isnull;
 	int64		npruned;
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc;
 	int			pin;
 
@@ -294,14 +284,14 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 		Datum		rvalues[1] = {runs};
 		int			rc2;
 
-		as_owner(&save_userid, &save_sec);
+		scd2_become_extension_owner(&saved);
 		rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
 								   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
 								   1, rtypes, rvalues, NULL, false, 0);
 		rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
 									" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
 									1, rtypes, rvalues, NULL, false, 0);
-		SetUserIdAndSecContext(save_userid, save_sec);
+		scd2_restore_user(&saved);
 		if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
 			elog(ERROR, "scd2: pruning the change log failed");
 	}

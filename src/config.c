@@ -1,7 +1,7 @@
 /*
  * config.c -- a registered dimension, resolved against a staging table.
  *
- * Reads the registry row of the dimension, finds every column it names in
+ * Takes the registry row of the dimension (registry.c), finds every column it names in
  * the dimension and in the staging table, checks types, and derives the
  * tracked / Type 1 / other column lists.  Every problem a user can cause is
  * reported here, before anything is written, with the column at fault.
@@ -22,28 +22,6 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
-
-/* The registry row, as text. */
-typedef struct Registration
-{
-	List	   *business_key;
-	List	   *tracked;		/* NIL with tracked_all */
-	bool		tracked_all;
-	List	   *type1;
-	char	   *effective_column;
-	char	   *delete_column;
-	char	   *mode;
-	char	   *valid_from;
-	char	   *valid_to;
-	char	   *is_current;
-	char	   *surrogate_key;
-	char	   *current_valid_to;
-	bool		has_shape;
-	Datum		shape_columns;	/* text[], oid[], int4[] */
-	Datum		shape_types;
-	Datum		shape_typmods;
-	char	   *detect;
-} Registration;
 
 /* "schema"."table", quoted as needed. */
 static char *
@@ -68,99 +46,6 @@ char *
 scd2_relation_display_name(Oid relid)
 {
 	return qualified_name(relid);
-}
-
-static List *
-text_array_to_list(Datum arr)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-	List	   *out = NIL;
-
-	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
-					  TYPALIGN_INT, &elems, &nulls, &n);
-	for (int i = 0; i < n; i++)
-		if (!nulls[i])
-			out = lappend(out, TextDatumGetCString(elems[i]));
-	return out;
-}
-
-static char *
-spi_text_or_null(HeapTuple tup, TupleDesc desc, int col)
-{
-	return SPI_getvalue(tup, desc, col);
-}
-
-/* Read the registry row of a dimension, or report it is not registered. */
-static Registration *
-read_registration(Oid dim_oid, const char *dim_name)
-{
-	Registration *reg = palloc0(sizeof(Registration));
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
-	int			rc;
-
-	/*
-	 * detect (0.3) is read through to_jsonb: a registry of an older
-	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
-	 * and loads with value detection.
-	 */
-	rc = SPI_execute_with_args(
-		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
-				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
-				 "       valid_from_column, valid_to_column, is_current_column,"
-				 "       surrogate_key_column, current_valid_to, %s,"
-				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values')"
-				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-				 scd2_registry_shape_sql()),
-		1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the registry failed: %s",
-			 SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not a registered scd2 dimension", dim_name),
-				 errhint("Register it first, e.g. SELECT scd2.register('%s', ARRAY['business_key_column']).",
-						 dim_name)));
-
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	reg->business_key = text_array_to_list(SPI_getbinval(tup, desc, 1, &isnull));
-	d = SPI_getbinval(tup, desc, 2, &isnull);
-	reg->tracked_all = isnull;
-	if (!isnull)
-		reg->tracked = text_array_to_list(d);
-	d = SPI_getbinval(tup, desc, 3, &isnull);
-	if (!isnull)
-		reg->type1 = text_array_to_list(d);
-	reg->effective_column = spi_text_or_null(tup, desc, 4);
-	reg->delete_column = spi_text_or_null(tup, desc, 5);
-	reg->mode = spi_text_or_null(tup, desc, 6);
-	reg->valid_from = spi_text_or_null(tup, desc, 7);
-	reg->valid_to = spi_text_or_null(tup, desc, 8);
-	reg->is_current = spi_text_or_null(tup, desc, 9);
-	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
-	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
-	reg->shape_columns = SPI_getbinval(tup, desc, 12, &isnull);
-	reg->has_shape = !isnull;
-	if (reg->has_shape)
-	{
-		bool		n2,
-					n3;
-
-		reg->shape_columns = SPI_datumTransfer(reg->shape_columns, false, -1);
-		reg->shape_types = SPI_datumTransfer(SPI_getbinval(tup, desc, 13, &n2), false, -1);
-		reg->shape_typmods = SPI_datumTransfer(SPI_getbinval(tup, desc, 14, &n3), false, -1);
-		reg->has_shape = !n2 && !n3;
-	}
-	reg->detect = spi_text_or_null(tup, desc, 15);
-	return reg;
 }
 
 static Form_pg_attribute
@@ -408,22 +293,6 @@ describe_list(List *names, TupleDesc dim, const char *role, const char *dim_name
 }
 
 /*
- * The registry's shape columns for a SELECT list, or NULLs when the
- * installed extension's registry predates them (0.1 and 0.2: the library
- * is updated before ALTER EXTENSION scd2 UPDATE runs).
- */
-const char *
-scd2_registry_shape_sql(void)
-{
-	Oid			nsp = get_namespace_oid("scd2", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("dimensions", nsp) : InvalidOid;
-
-	if (OidIsValid(relid) && get_attnum(relid, "shape_columns") != InvalidAttrNumber)
-		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
-	return "NULL::pg_catalog.text[], NULL::pg_catalog.oid[], NULL::pg_catalog.int4[]";
-}
-
-/*
  * The registered shape (scd2.dimensions.shape_*: the business key,
  * validity, is_current and surrogate key columns with the types they had
  * when the dimension was registered) must still be the dimension's: a
@@ -498,7 +367,7 @@ Scd2Config *
 scd2_load_config(Oid dim_oid, Oid stg_oid)
 {
 	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
-	Registration *reg;
+	Scd2Registration *reg;
 	Relation	dimrel;
 	Relation	stgrel;
 	TupleDesc	dim;
@@ -514,7 +383,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->dim_sql = qualified_name(dim_oid);
 	cfg->stg_sql = qualified_name(stg_oid);
 
-	reg = read_registration(dim_oid, cfg->dim_name);
+	reg = scd2_registry_read(dim_oid, cfg->dim_name);
 
 	if (stg_oid == dim_oid)
 		ereport(ERROR,

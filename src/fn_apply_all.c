@@ -38,71 +38,18 @@
 
 PG_FUNCTION_INFO_V1(scd2_apply_all);
 
-/* One registered dimension, as read before the first load. */
-typedef struct Target
-{
-	Oid			dim_oid;
-	Oid			stg_oid;		/* InvalidOid: no default staging table */
-	char	   *dim_name;		/* qualified, quoted as in the audit log */
-	char	   *stg_name;
-} Target;
-
-/* Registered dimensions in a stable order (schema, then table name). */
-static Target *
-read_targets(int *ntargets)
-{
-	int			pin = scd2_pin_search_path();
-	Target	   *targets;
-	int			rc;
-
-	rc = SPI_execute("SELECT d.dimension::pg_catalog.oid, d.staging::pg_catalog.oid,"
-					 " pg_catalog.format('%I.%I', n.nspname, c.relname),"
-					 " (SELECT pg_catalog.format('%I.%I', sn.nspname, s.relname)"
-					 "    FROM pg_catalog.pg_class s"
-					 "    JOIN pg_catalog.pg_namespace sn ON sn.oid OPERATOR(pg_catalog.=) s.relnamespace"
-					 "   WHERE s.oid OPERATOR(pg_catalog.=) d.staging)"
-					 " FROM scd2.dimensions d"
-					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.dimension"
-					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-					 " ORDER BY n.nspname, c.relname",
-					 true, 0);
-	scd2_unpin(pin);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the registry failed: %s", SPI_result_code_string(rc));
-
-	*ntargets = (int) SPI_processed;
-	targets = palloc0(sizeof(Target) * Max(*ntargets, 1));
-	for (int i = 0; i < *ntargets; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		d;
-
-		targets[i].dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		d = SPI_getbinval(tup, desc, 2, &isnull);
-		targets[i].stg_oid = isnull ? InvalidOid : DatumGetObjectId(d);
-		targets[i].dim_name = SPI_getvalue(tup, desc, 3);
-		targets[i].stg_name = SPI_getvalue(tup, desc, 4);
-		if (targets[i].stg_name == NULL)
-			targets[i].stg_oid = InvalidOid;
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return targets;
-}
-
 /* CONTEXT line of an error raised while loading one dimension. */
 static void
 apply_all_error_context(void *arg)
 {
-	const Target *t = (const Target *) arg;
+	const Scd2Target *t = (const Scd2Target *) arg;
 
 	errcontext("scd2.apply_all loading %s from %s", t->dim_name, t->stg_name);
 }
 
 /* One load and its success row (both inside the caller's transaction). */
 static void
-load_one(const Target *t, TimestampTz effective_at)
+load_one(const Scd2Target *t, TimestampTz effective_at)
 {
 	ErrorContextCallback errcb;
 	Scd2LoadRequest req;
@@ -130,7 +77,7 @@ load_one(const Target *t, TimestampTz effective_at)
 /* One dimension's load, as txn.c's subtransaction body. */
 typedef struct ApplyAllCall
 {
-	const Target *t;
+	const Scd2Target *t;
 	TimestampTz effective_at;
 } ApplyAllCall;
 
@@ -148,7 +95,7 @@ apply_all_body(void *arg)
  * context), or NULL on success.  The caller commits either way.
  */
 static ErrorData *
-load_one_nonatomic(const Target *t, TimestampTz effective_at)
+load_one_nonatomic(const Scd2Target *t, TimestampTz effective_at)
 {
 	ApplyAllCall call = {t, effective_at};
 	ErrorData  *edata;
@@ -171,7 +118,7 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 {
 	bool		nonatomic = scd2_call_is_nonatomic(fcinfo);
 	TimestampTz effective_at;
-	Target	   *targets;
+	Scd2Target	   *targets;
 	int			ntargets;
 	int			loaded = 0,
 				skipped = 0,
@@ -198,11 +145,11 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 	cxt = CurrentMemoryContext;
 	loadcxt = AllocSetContextCreate(cxt, "scd2 apply_all load", ALLOCSET_DEFAULT_SIZES);
 	initStringInfo(&failures);
-	targets = read_targets(&ntargets);
+	targets = scd2_registry_targets(&ntargets);
 
 	for (int i = 0; i < ntargets; i++)
 	{
-		const Target *t = &targets[i];
+		const Scd2Target *t = &targets[i];
 
 		CHECK_FOR_INTERRUPTS();
 		if (!OidIsValid(t->stg_oid))

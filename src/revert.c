@@ -270,16 +270,14 @@ read_change_log(int64 run_id, Logged *lg)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc;
 	bool		isnull;
 	Datum	   *out[7] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
 	&lg->upd_cur, &lg->upd_type1};
 	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	rc = SPI_execute_with_args(
 		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
@@ -292,7 +290,7 @@ read_change_log(int64 run_id, Logged *lg)
 		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
 		1, argtypes, values, NULL, true, 1);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
 	for (int i = 0; i < 7; i++)
@@ -385,8 +383,7 @@ keep_surrogate_keys(int64 run_id)
 	int			lbs[1] = {1};
 	Oid			argtypes[4] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID};
 	Datum		values[4];
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc;
 	bool		isnull;
 
@@ -402,15 +399,14 @@ keep_surrogate_keys(int64 run_id)
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[3] = PointerGetDatum(construct_md_array(sk, sknull, 1, dims, lbs, INT8OID, sizeof(int64),
 												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	rc = SPI_execute_with_args("UPDATE scd2.change_log c SET surrogate_key = r.sk"
 							   "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS r(k, vf, sk)"
 							   " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
 							   "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
 							   "   AND c.valid_from OPERATOR(pg_catalog.=) r.vf",
 							   4, argtypes, values, NULL, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "scd2: keeping the surrogate keys of reverted rows failed: %s", SPI_result_code_string(rc));
 }
@@ -434,20 +430,18 @@ mark_reverted(int64 run_id, int64 revert_id)
 {
 	Oid			argtypes[2] = {INT8OID, INT8OID};
 	Datum		values[2] = {Int64GetDatum(run_id), Int64GetDatum(revert_id)};
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc1;
 	int			rc2;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	rc1 = SPI_execute_with_args("UPDATE scd2.audit_log SET status = 'reverted'"
 								" WHERE run_id OPERATOR(pg_catalog.=) $1",
 								2, argtypes, values, NULL, false, 0);
 	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET reverted_by = $2"
 								" WHERE run_id OPERATOR(pg_catalog.=) $1",
 								2, argtypes, values, NULL, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	if (rc1 != SPI_OK_UPDATE || rc2 != SPI_OK_UPDATE)
 		elog(ERROR, "scd2: marking run %lld reverted failed", (long long) run_id);
 }

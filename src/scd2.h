@@ -9,6 +9,8 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "utils/palloc.h"
 #include "utils/snapshot.h"
 
 /* One column taking part in a load, resolved against both tables. */
@@ -158,10 +160,57 @@ extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
 extern bool scd2_change_log;			/* scd2.change_log */
 extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
 
+/* registry.c */
+/* The registry row, as text. */
+typedef struct Scd2Registration
+{
+	List	   *business_key;
+	List	   *tracked;		/* NIL with tracked_all */
+	bool		tracked_all;
+	List	   *type1;
+	char	   *effective_column;
+	char	   *delete_column;
+	char	   *mode;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *is_current;
+	char	   *surrogate_key;
+	char	   *current_valid_to;
+	bool		has_shape;
+	Datum		shape_columns;	/* text[], oid[], int4[] */
+	Datum		shape_types;
+	Datum		shape_typmods;
+	char	   *detect;
+} Scd2Registration;
+
+/* What scd2.asof reads of a registration. */
+typedef struct Scd2AsofRegistration
+{
+	char	  **keys;			/* business key column names */
+	int			nkeys;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *surrogate_key;	/* NULL: none registered */
+} Scd2AsofRegistration;
+
+/* One registered dimension, as read before the first load. */
+typedef struct Scd2Target
+{
+	Oid			dim_oid;
+	Oid			stg_oid;		/* InvalidOid: no default staging table */
+	char	   *dim_name;		/* qualified, quoted as in the audit log */
+	char	   *stg_name;
+} Scd2Target;
+
+extern const char *scd2_registry_shape_sql(void);
+extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
+extern void scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+									Scd2AsofRegistration *out);
+extern Scd2Target *scd2_registry_targets(int *ntargets);
+
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
 extern char *scd2_relation_display_name(Oid relid);
-extern const char *scd2_registry_shape_sql(void);
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 
@@ -202,6 +251,13 @@ extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum 
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
 
 /* util.c */
+typedef struct Scd2SavedUser	/* who ran before scd2_become_extension_owner */
+{
+	Oid			userid;
+	int			sec;
+} Scd2SavedUser;
+extern void scd2_become_extension_owner(Scd2SavedUser *saved);
+extern void scd2_restore_user(const Scd2SavedUser *saved);
 extern int	scd2_pin_search_path(void);
 extern void scd2_unpin(int nestlevel);
 extern void scd2_set_local(const char *name, const char *value);

@@ -12,6 +12,7 @@
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -128,4 +129,23 @@ char *
 scd2_spi_text(int row, int col)
 {
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+/*
+ * Become the extension owner for scd2's own tables (the registry, the
+ * audit log, the change log): their rows are written as the owner
+ * (pg_cron's approach, instead of SECURITY DEFINER), so those tables need
+ * no write privilege for PUBLIC.  scd2_restore_user undoes it.
+ */
+void
+scd2_become_extension_owner(Scd2SavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), saved->sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+scd2_restore_user(const Scd2SavedUser *saved)
+{
+	SetUserIdAndSecContext(saved->userid, saved->sec);
 }
