@@ -103,6 +103,17 @@
 
 PG_FUNCTION_INFO_V1(scd2_asof);
 
+/* Error for a call with the wrong number of key values. */
+void
+scd2_asof_wrong_key_count(AsofCache *c, int given)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("wrong number of business key values for dimension \"%s\"", c->relname),
+			 errdetail("The business key has %d column(s); %d value(s) were given.", c->nkeys, given),
+			 errhint("Pass one value per business key column, in the order they were registered.")));
+}
+
 /* A key argument's value as its column's comparison expects it. */
 static Datum
 convert_key(AsofKey *k, Datum value)

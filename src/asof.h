@@ -173,8 +173,10 @@ typedef struct AsofEntry
 				sknull;
 } AsofEntry;
 
-/* asof_cache.c */
+/* asof.c */
 extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
+
+/* asof_cache.c */
 extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid);
 
 /* asof_scan.c */

@@ -233,17 +233,6 @@ choose_index(AsofCache *c, Relation heap)
 				 errhint("Run scd2.register again to recreate it, or create a btree index on (business key, valid_from).")));
 }
 
-/* Error for a call with the wrong number of key values. */
-void
-scd2_asof_wrong_key_count(AsofCache *c, int given)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("wrong number of business key values for dimension \"%s\"", c->relname),
-			 errdetail("The business key has %d column(s); %d value(s) were given.", c->nkeys, given),
-			 errhint("Pass one value per business key column, in the order they were registered.")));
-}
-
 /* Error for a key argument of a type that cannot be compared to its column. */
 static void
 key_type_error(AsofCache *c, AsofKey *k, Oid argtype)

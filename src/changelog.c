@@ -102,45 +102,6 @@ scd2_changelog_decode_sql(Oid typid, const char *expr)
 	return pstrdup(expr);
 }
 
-/* OPERATOR(schema.=) for an operator OID. */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *out;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	out = psprintf("OPERATOR(%s.%s)",
-				   quote_identifier(get_namespace_name(op->oprnamespace)),
-				   NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return out;
-}
-
-/* " COLLATE schema.name" of a collatable column, else "". */
-static char *
-collate_sql(Oid collid)
-{
-	HeapTuple	tup;
-	Form_pg_collation coll;
-	char	   *out;
-
-	if (!OidIsValid(collid))
-		return "";
-	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for collation %u", collid);
-	coll = (Form_pg_collation) GETSTRUCT(tup);
-	out = psprintf(" COLLATE %s",
-				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
-											  NameStr(coll->collname)));
-	ReleaseSysCache(tup);
-	return out;
-}
-
 /*
  * The columns a run's change log names (a name[] of its header), found
  * in the dimension as it is now; an error when one is gone.
@@ -180,9 +141,9 @@ scd2_changelog_columns(Relation rel, Datum names, int64 run_id, const char *dim_
 		cols[i].def = psprintf("%s %s%s", cols[i].ident,
 							   format_type_extended(att->atttypid, att->atttypmod,
 													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
-							   collate_sql(att->attcollation));
+							   scd2_collate_sql(att->attcollation));
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
-		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
 	}
 	return cols;
 }

@@ -23,31 +23,6 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-/* "schema"."table", quoted as needed. */
-static char *
-qualified_name(Oid relid)
-{
-	char	   *rel = get_rel_name(relid);
-	char	   *nsp;
-
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	nsp = get_namespace_name(get_rel_namespace(relid));
-	return quote_qualified_identifier(nsp, rel);
-}
-
-/*
- * The name in messages and the audit log: always schema-qualified, so a
- * row of the log names one table whatever the reader's search_path.
- */
-char *
-scd2_relation_display_name(Oid relid)
-{
-	return qualified_name(relid);
-}
-
 static Form_pg_attribute
 find_attribute(TupleDesc desc, const char *name)
 {
@@ -72,45 +47,6 @@ name_in_list(List *names, const char *name)
 	return false;
 }
 
-/* OPERATOR(schema.=) for an operator OID. */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *out;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	out = psprintf("OPERATOR(%s.%s)",
-				   quote_identifier(get_namespace_name(op->oprnamespace)),
-				   NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return out;
-}
-
-/* " COLLATE schema.name" when a column's collation is not its type's. */
-static char *
-collate_sql(Oid collid, Oid typid)
-{
-	HeapTuple	tup;
-	Form_pg_collation coll;
-	char	   *out;
-
-	if (!OidIsValid(collid) || collid == get_typcollation(typid))
-		return "";
-	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for collation %u", collid);
-	coll = (Form_pg_collation) GETSTRUCT(tup);
-	out = psprintf(" COLLATE %s",
-				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
-											  NameStr(coll->collname)));
-	ReleaseSysCache(tup);
-	return out;
-}
-
 /* Describe a dimension column for SQL generation. */
 static void
 describe_column(Scd2Column *col, Form_pg_attribute att)
@@ -125,10 +61,13 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->type_sql = format_type_extended(att->atttypid, att->atttypmod,
 										 FORMAT_TYPE_TYPEMOD_GIVEN |
 										 FORMAT_TYPE_FORCE_QUALIFY);
-	col->collate_sql = collate_sql(att->attcollation, att->atttypid);
+	/* " COLLATE x" only when the column's collation is not its type's */
+	col->collate_sql = (!OidIsValid(att->attcollation) ||
+						 att->attcollation == get_typcollation(att->atttypid)) ?
+		"" : scd2_collate_sql(att->attcollation);
 	tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR);
 	col->eqop = tc->eq_opr;
-	col->eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+	col->eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
 	col->builtin_eq = col->eqop_sql != NULL &&
 		strncmp(col->eqop_sql, "OPERATOR(pg_catalog.", 20) == 0;
 	col->sortable = OidIsValid(tc->lt_opr);
@@ -201,7 +140,7 @@ round_trip_eqop(Oid srctype, Oid dsttype)
 	if (!OidIsValid(tc->eq_opr) ||
 		!can_coerce_type(1, &dsttype, &srctype, COERCION_EXPLICIT))
 		return NULL;
-	return operator_sql(tc->eq_opr);
+	return scd2_operator_sql(tc->eq_opr);
 }
 
 /*
@@ -380,8 +319,8 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->stg_oid = stg_oid;
 	cfg->dim_name = scd2_relation_display_name(dim_oid);
 	cfg->stg_name = scd2_relation_display_name(stg_oid);
-	cfg->dim_sql = qualified_name(dim_oid);
-	cfg->stg_sql = qualified_name(stg_oid);
+	cfg->dim_sql = scd2_relation_display_name(dim_oid);
+	cfg->stg_sql = scd2_relation_display_name(stg_oid);
 
 	reg = scd2_registry_read(dim_oid, cfg->dim_name);
 

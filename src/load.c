@@ -243,7 +243,9 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	scd2_check_privileges(req->stg_oid, req->dim_oid, req->dry_run, GetUserId(), false);
 
 	/* 1. Serialise loads of this dimension; readers are not blocked. */
-	scd2_lock_dimension(req->dim_oid);
+	scd2_lock_dimension(req->dim_oid, NULL,
+						"The load waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s, "
+						"which another load (or a statement that locks the table) holds; nothing was loaded.");
 
 	/* From here on the load runs as the dimension's owner (see above). */
 	scd2_owner_context_enter(&oc, scd2_relation_owner(req->dim_oid));

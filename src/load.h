@@ -57,7 +57,6 @@ extern void scd2_owner_context_enter(OwnerContext *oc, Oid owner);
 extern void scd2_owner_context_restrict(OwnerContext *oc);
 extern void scd2_owner_context_unrestrict(OwnerContext *oc);
 extern void scd2_owner_context_leave(OwnerContext *oc);
-extern void scd2_lock_dimension(Oid dim_oid);
 
 /* load_validate.c */
 extern char *scd2_sql_validate(const Scd2Config *cfg);

@@ -30,7 +30,6 @@ PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 PG_FUNCTION_INFO_V1(scd2_registry_store_more);
-PG_FUNCTION_INFO_V1(scd2_choose_index_name);
 
 static void
 require_owner(Oid relid)
@@ -216,28 +215,6 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 			 SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_VOID();
-}
-
-/*
- * A name for a new index of a dimension: the table's name and the label,
- * cut to fit NAMEDATALEN (at a character boundary) and numbered when
- * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
- * uses it.
- */
-Datum
-scd2_choose_index_name(PG_FUNCTION_ARGS)
-{
-	Oid			dim = PG_GETARG_OID(0);
-	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *relname = get_rel_name(dim);
-	char	   *name;
-
-	if (relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", dim)));
-	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
-	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
 }
 
 /* ---------- reads ---------- */

@@ -210,7 +210,6 @@ extern Scd2Target *scd2_registry_targets(int *ntargets);
 
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
-extern char *scd2_relation_display_name(Oid relid);
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 
@@ -256,6 +255,10 @@ typedef struct Scd2SavedUser	/* who ran before scd2_become_extension_owner */
 	Oid			userid;
 	int			sec;
 } Scd2SavedUser;
+extern char *scd2_relation_display_name(Oid relid);
+extern char *scd2_operator_sql(Oid opno);
+extern char *scd2_collate_sql(Oid collid);
+extern void scd2_lock_dimension(Oid dim_oid, const char *dim_name, const char *detail_fmt);
 extern void scd2_become_extension_owner(Scd2SavedUser *saved);
 extern void scd2_restore_user(const Scd2SavedUser *saved);
 extern int	scd2_pin_search_path(void);

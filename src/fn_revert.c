@@ -1,6 +1,6 @@
 /*
- * revert.c -- scd2.revert(run_id): undo one successful load exactly, from
- * its change log (changelog.c).
+ * fn_revert.c -- scd2.revert(run_id): undo one successful load exactly, from
+ * its change log (changelog.c); the run is read by revert_run.c.
  *
  * Order of work:
  *   1. read the run (audit row and change-log header) and refuse what
@@ -51,6 +51,8 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "revert.h"
+
 PG_FUNCTION_INFO_V1(scd2_revert);
 
 /* A load's privileges on the dimension, and DELETE. */
@@ -69,235 +71,6 @@ check_privileges(Oid dim_oid, const char *dim_name)
 						   (missing & ACL_INSERT) ? " INSERT" : "",
 						   (missing & ACL_UPDATE) ? " UPDATE" : "",
 						   (missing & ACL_DELETE) ? " DELETE" : "")));
-}
-
-/* The load's lock; when lock_timeout expires, an error naming the dimension. */
-static void
-lock_dimension(Oid dim_oid, const char *dim_name)
-{
-	MemoryContext oldcxt = CurrentMemoryContext;
-
-	if (ConditionalLockRelationOid(dim_oid, ShareRowExclusiveLock))
-		return;
-	PG_TRY();
-	{
-		LockRelationOid(dim_oid, ShareRowExclusiveLock);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("dimension %s is being loaded by another session", dim_name),
-				 errdetail("The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.",
-						   GetConfigOptionByName("lock_timeout", NULL, false), dim_name),
-				 errhint("Retry when the other load has finished, or raise lock_timeout.")));
-	}
-	PG_END_TRY();
-}
-
-/* A run as the change log and the audit log know it. */
-typedef struct Run
-{
-	int64		run_id;
-	char	   *status;
-	char	   *dim_text;		/* the audit row's dimension */
-	char	   *stg_text;
-	bool		has_eff;
-	TimestampTz effective_at;
-	bool		has_header;
-	Oid			dim_oid;
-	Datum		key_columns;	/* name[] */
-	Datum		bookkeeping;	/* name[]: valid_from, valid_to */
-	Datum		is_current;		/* name[]: is_current column, or empty */
-	Datum		surrogate_key;	/* name[]: surrogate key column, or empty */
-	Datum		type1_columns;	/* name[] */
-	bool		logged;
-	char	   *pruned_at;
-	char	   *reverted_by;
-} Run;
-
-static void
-read_run(int64 run_id, Run *run)
-{
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(run_id)};
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
-	int			rc;
-
-	rc = SPI_execute_with_args(
-		"SELECT a.status, a.dimension, a.staging, a.effective_at, r.run_id IS NOT NULL,"
-		"       r.dimension::pg_catalog.oid, r.key_columns,"
-		"       ARRAY[r.valid_from_column, r.valid_to_column],"
-		"       pg_catalog.array_remove(ARRAY[r.is_current_column], NULL),"
-		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL),"
-		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by"
-		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
-		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
-		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("run %lld does not exist", (long long) run_id),
-				 errhint("The run ids of the loads are in scd2.audit_log.")));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	memset(run, 0, sizeof(*run));
-	run->run_id = run_id;
-	run->status = SPI_getvalue(tup, desc, 1);
-	run->dim_text = SPI_getvalue(tup, desc, 2);
-	run->stg_text = SPI_getvalue(tup, desc, 3);
-	d = SPI_getbinval(tup, desc, 4, &isnull);
-	run->has_eff = !isnull;
-	if (!isnull)
-		run->effective_at = DatumGetTimestampTz(d);
-	run->has_header = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
-	if (!run->has_header)
-		return;
-	run->dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
-	run->key_columns = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
-	run->bookkeeping = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
-	run->is_current = datumCopy(SPI_getbinval(tup, desc, 9, &isnull), false, -1);
-	run->surrogate_key = datumCopy(SPI_getbinval(tup, desc, 10, &isnull), false, -1);
-	run->type1_columns = datumCopy(SPI_getbinval(tup, desc, 11, &isnull), false, -1);
-	run->logged = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
-	run->pruned_at = SPI_getvalue(tup, desc, 13);
-	run->reverted_by = SPI_getvalue(tup, desc, 14);
-}
-
-/*
- * A run whose change log can be read: the change log exists and was not
- * pruned.  (scd2.changes needs this much; revert more.)
- */
-static void
-require_change_log(const Run *run)
-{
-	long long	id = (long long) run->run_id;
-
-	if (!run->has_header)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld has no change log", id),
-				 errdetail(strcmp(run->status, "success") == 0 ?
-						   "Run %lld was loaded before scd2 0.3, which began keeping a change log." :
-						   "Run %lld is not a load that wrote the dimension (its status is %s).",
-						   id, run->status)));
-	if (!run->logged)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld has no change log", id),
-				 errdetail("Run %lld was loaded with scd2.change_log = off.", id)));
-	if (run->pruned_at)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the change log of run %lld was pruned", id),
-				 errdetail("scd2.prune_change_log removed it at %s; a pruned run can no longer be reverted or read back.",
-						   run->pruned_at)));
-}
-
-/* Refuse what revert cannot undo (before and again after the lock). */
-static void
-require_revertible(const Run *run)
-{
-	long long	id = (long long) run->run_id;
-
-	if (strcmp(run->status, "reverted") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld was already reverted", id),
-				 run->reverted_by ? errdetail("Run %s reverted it.", run->reverted_by) : 0));
-	if (strcmp(run->status, "revert") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld is a revert, which cannot be reverted", id),
-				 errhint("To apply the reverted batch again, load it again.")));
-	if (strcmp(run->status, "success") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld is not a successful load", id),
-				 errdetail("Its status is %s: it wrote nothing to revert.", run->status)));
-	require_change_log(run);
-}
-
-/* The later successful loads of the dimension, or NULL. */
-static char *
-later_runs(const Run *run)
-{
-	Oid			argtypes[2] = {INT8OID, OIDOID};
-	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
-	int			rc;
-
-	rc = SPI_execute_with_args(
-		"SELECT pg_catalog.string_agg(r.run_id::pg_catalog.text, ', ' ORDER BY r.run_id)"
-		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
-		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
-		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'",
-		2, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading later runs failed: %s", SPI_result_code_string(rc));
-	return scd2_spi_text(0, 1);
-}
-
-/* What revert reads of a run's change log, as arrays. */
-typedef struct Logged
-{
-	int64		ninserted;
-	Datum		ins_keys;		/* jsonb[] */
-	Datum		ins_vf;			/* timestamptz[] */
-	int64		nupdated;
-	Datum		upd_keys;
-	Datum		upd_vf;
-	Datum		upd_vt;			/* old valid_to */
-	Datum		upd_cur;		/* old is_current */
-	Datum		upd_type1;		/* old Type 1 values, jsonb */
-} Logged;
-
-/* The change log of a run (as the extension owner: PUBLIC cannot read it). */
-static void
-read_change_log(int64 run_id, Logged *lg)
-{
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(run_id)};
-	Scd2SavedUser saved;
-	int			rc;
-	bool		isnull;
-	Datum	   *out[7] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
-	&lg->upd_cur, &lg->upd_type1};
-	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
-
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(
-		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE c.inserted),"
-		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.old_valid_to) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
-		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, true, 1);
-	scd2_restore_user(&saved);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
-	for (int i = 0; i < 7; i++)
-		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
-							false, -1);
-	lg->ninserted = scd2_spi_int8(0, 3);
-	lg->nupdated = scd2_spi_int8(0, 9);
 }
 
 /*
@@ -485,8 +258,8 @@ scd2_revert(PG_FUNCTION_ARGS)
 	pin = scd2_pin_search_path();
 
 	/* 1. */
-	read_run(run_id, &run);
-	require_revertible(&run);
+	scd2_revert_read_run(run_id, &run);
+	scd2_revert_require_revertible(&run);
 	if (get_rel_relkind(run.dim_oid) == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -495,12 +268,13 @@ scd2_revert(PG_FUNCTION_ARGS)
 
 	/* 2. */
 	check_privileges(run.dim_oid, dim_name);
-	lock_dimension(run.dim_oid, dim_name);
-	read_run(run_id, &run);
-	require_revertible(&run);
+	scd2_lock_dimension(run.dim_oid, dim_name,
+						"The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.");
+	scd2_revert_read_run(run_id, &run);
+	scd2_revert_require_revertible(&run);
 
 	/* 3. */
-	later = later_runs(&run);
+	later = scd2_revert_later_runs(&run);
 	if (later)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -523,7 +297,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 					 errmsg("business key column \"%s\" of %s has type %s, which has no equality operator",
 							keys[i].name, dim_name, format_type_be(keys[i].typid))));
 
-	read_change_log(run_id, &lg);
+	scd2_revert_read_change_log(run_id, &lg);
 	if (lg.ninserted > 0)
 	{
 		Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};

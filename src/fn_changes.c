@@ -1,5 +1,5 @@
 /*
- * changes.c -- reading and pruning the change log (changelog.c writes it):
+ * fn_changes.c -- reading and pruning the change log (changelog.c writes it):
  *   scd2.changes(run_id)                 a past run's change feed;
  *   scd2.prune_change_log(older_than, dimension)
  *                                        explicit retention.
