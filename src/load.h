@@ -91,10 +91,10 @@ extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char 
 extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
 extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
 extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
-extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept, int64 *y_applied, int64 *complex_rows);
 
 /* load_write.c */
+extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);

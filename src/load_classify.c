@@ -48,8 +48,7 @@ scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, X("INSERT INTO %s (`_n, `_snap"), keys);
-	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_keys, keys, false);
 	appendStringInfoString(&buf, ") SELECT pg_catalog.count(*), false");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfoString(&buf, " FROM ");
@@ -108,24 +107,24 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	scd2_append_changes_insert(&buf, cfg, chg, true);
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, true);
 	appendStringInfoString(&buf,
-						   X(") SELECT CASE WHEN `_cls = 'complex' THEN 'complex'"
-						   " WHEN `_w = 1 THEN CASE `_cls WHEN 'change' THEN 'close' ELSE `_cls END"
-						   " WHEN `_cls = 'new' THEN 'insert' ELSE 'new_version' END,"
-						   " 'F', NOT (`_w = 1 AND `_cls = 'change'),"
-						   " CASE WHEN `_w = 1 THEN `_dvf END, CASE WHEN `_w = 1 THEN `_dsk END,"
-						   " CASE WHEN `_w = 1 THEN `_dvf ELSE `_t END,"
-						   " CASE WHEN `_w = 1 AND `_cls IN ('change', 'delete') THEN `_t END,"
-						   " NOT (`_w = 1 AND `_cls IN ('change', 'delete')),"
-						   " `_w = 1 AND `_cls = 'type1'"));
+						   X(") SELECT CASE WHEN `_cls = " WT_CLS_COMPLEX " THEN " WT_ACT_COMPLEX
+						   " WHEN `_w = " WT_COPY_UPDATE " THEN CASE `_cls WHEN " WT_CLS_CHANGE " THEN " WT_ACT_CLOSE " ELSE `_cls END"
+						   " WHEN `_cls = " WT_CLS_NEW " THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
+						   " " WT_ORIGIN_FAST ", NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
+						   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk END,"
+						   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf ELSE `_t END,"
+						   " CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END,"
+						   " NOT (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ")),"
+						   " `_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_TYPE1));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, X(", CASE WHEN `_w = 2 THEN %s END"), cfg->tracked[i].ident);
+		appendStringInfo(&buf, X(", CASE WHEN `_w = " WT_COPY_INSERT " THEN %s END"), cfg->tracked[i].ident);
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
 	for (int i = 0; i < cfg->nother; i++)
-		appendStringInfo(&buf, X(", CASE WHEN `_w = 2 THEN %s END"), cfg->other[i].ident);
+		appendStringInfo(&buf, X(", CASE WHEN `_w = " WT_COPY_INSERT " THEN %s END"), cfg->other[i].ident);
 
 	/*
 	 * The probe: the current version, else (a scalar subquery evaluated
@@ -135,21 +134,21 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	 */
 	appendStringInfoString(&buf, X(" FROM (SELECT * FROM (SELECT c.*, CASE"
 						   " WHEN c.`_dvf IS NOT NULL THEN CASE"
-						   "   WHEN c.`_t <= c.`_dvf THEN 'complex'"
-						   "   WHEN NOT c.`_present THEN 'delete'"
+						   "   WHEN c.`_t <= c.`_dvf THEN " WT_CLS_COMPLEX
+						   "   WHEN NOT c.`_present THEN " WT_CLS_DELETE
 						   "   WHEN NOT ("));
 	if (cfg->detect_timestamp)
 		appendStringInfoString(&buf, "false");	/* a later row is a change */
 	else
 		scd2_append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
-	appendStringInfoString(&buf, ") THEN 'change' WHEN NOT (");
+	appendStringInfoString(&buf, ") THEN " WT_CLS_CHANGE " WHEN NOT (");
 	scd2_append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e");
 	appendStringInfoString(&buf,
-						   X(") THEN 'type1' ELSE 'unchanged' END"
-						   " WHEN c.`_hvt > c.`_t THEN 'complex'"
-						   " WHEN NOT c.`_present THEN 'unchanged'"
-						   " WHEN c.`_hvt IS NOT NULL THEN 'return'"
-						   " ELSE 'new' END AS `_cls FROM (SELECT s.*, "));
+						   X(") THEN " WT_CLS_TYPE1 " ELSE " WT_CLS_UNCHANGED " END"
+						   " WHEN c.`_hvt > c.`_t THEN " WT_CLS_COMPLEX
+						   " WHEN NOT c.`_present THEN " WT_CLS_UNCHANGED
+						   " WHEN c.`_hvt IS NOT NULL THEN " WT_CLS_RETURN
+						   " ELSE " WT_CLS_NEW " END AS `_cls FROM (SELECT s.*, "));
 	appendStringInfo(&buf, X("d.%s AS `_dvf, %s AS `_dsk"), cfg->vf.ident,
 					 cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
 	appendStringInfo(&buf, ", CASE WHEN d.%s IS NULL THEN (SELECT h.%s FROM %s h WHERE ",
@@ -184,10 +183,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	appendStringInfo(&buf, " AND %s", scd2_current_pred(cfg, "d"));
 	if (exclude_keys)
 		append_exclude_keys(&buf, cfg, keys);
-	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> 'unchanged') cls"
-						   " CROSS JOIN LATERAL (VALUES (1, cls.`_cls), (2, cls.`_cls)) AS v(`_w, `_k)"
-						   " WHERE (`_w = 1 AND `_cls IN ('change', 'delete', 'type1', 'complex'))"
-						   " OR (`_w = 2 AND `_cls IN ('change', 'new', 'return'))"));
+	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"
+						   " CROSS JOIN LATERAL (VALUES (" WT_COPY_UPDATE ", cls.`_cls), (" WT_COPY_INSERT ", cls.`_cls)) AS v(`_w, `_k)"
+						   " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"
+						   " OR (`_w = " WT_COPY_INSERT " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_NEW ", " WT_CLS_RETURN "))"));
 	return buf.data;
 }
 
@@ -198,9 +197,8 @@ scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, X("WITH m AS (DELETE FROM %s WHERE `_action = 'complex' RETURNING *)"
-					 " INSERT INTO %s (`_n, `_snap"), chg, keys);
-	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfo(&buf, X("WITH m AS (DELETE FROM %s WHERE `_action = " WT_ACT_COMPLEX " RETURNING *) "), chg);
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_keys, keys, false);
 	appendStringInfoString(&buf, ") SELECT 1, false");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	appendStringInfoString(&buf, " FROM m");
@@ -224,13 +222,13 @@ scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *ke
 	scd2_append_all_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s WHERE ");
 	scd2_append_key_join(&buf, cfg, "s", "d");
-	appendStringInfo(&buf, X(")), mx AS (INSERT INTO %s (`_n, `_snap"), keys);
-	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	appendStringInfoString(&buf, ")), mx AS (");
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_keys, keys, false);
 	appendStringInfoString(&buf, ") SELECT 0, true");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "m.");
 	appendStringInfo(&buf, " FROM m WHERE m.%s >= %s) ", cfg->vf.ident, eff);
-	scd2_append_changes_insert(&buf, cfg, chg, false);
-	appendStringInfo(&buf, ") SELECT 'delete', 'F', false, m.%s, %s, m.%s, %s, false, false",
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, false);
+	appendStringInfo(&buf, ") SELECT " WT_ACT_DELETE ", " WT_ORIGIN_FAST ", false, m.%s, %s, m.%s, %s, false, false",
 					 cfg->vf.ident, cfg->sk ? psprintf("m.%s", cfg->sk) : "NULL",
 					 cfg->vf.ident, eff);
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "m.");

@@ -55,9 +55,7 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 	bool		first = true;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, X("INSERT INTO %s (`_t, `_prio, `_present, `_ovt, `_sk, `_stg"), pts);
-	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	scd2_append_payload_cols(&buf, cfg, NULL);
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_points, pts, true);
 	appendStringInfoString(&buf, ") WITH cs AS (");
 	if (cfg->snapshot)
 	{
@@ -141,20 +139,20 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 					 cfg->vf.ident, cfg->vf.ident, cfg->vf.type_sql);
 
 	/* E points: relevant existing versions */
-	appendStringInfo(&buf, X("SELECT r.%s, 1, true, r.`_o, %s, false"),
+	appendStringInfo(&buf, X("SELECT r.%s, " WT_PRIO_VERSION ", true, r.`_o, %s, false"),
 					 cfg->vf.ident, cfg->sk ? psprintf("r.%s", cfg->sk) : "NULL::pg_catalog.int8");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "r.");
 	scd2_append_payload_cols(&buf, cfg, "r.");
 	appendStringInfoString(&buf, X(" FROM rel r WHERE r.`_o IS NULL OR r.`_o > r.`_m"));
 	/* G points: a closed version not followed at once by another */
-	appendStringInfoString(&buf, X(" UNION ALL SELECT r.`_o, 0, false, NULL, NULL, false"));
+	appendStringInfoString(&buf, X(" UNION ALL SELECT r.`_o, " WT_PRIO_GAP ", false, NULL, NULL, false"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "r.");
 	scd2_append_null_cols(&buf, cfg->tracked, cfg->ntracked);
 	scd2_append_null_cols(&buf, cfg->type1, cfg->ntype1);
 	scd2_append_null_cols(&buf, cfg->other, cfg->nother);
 	appendStringInfoString(&buf, X(" FROM rel r WHERE r.`_o > r.`_m AND r.`_o IS DISTINCT FROM r.`_nvf"));
 	/* S points */
-	appendStringInfoString(&buf, X(" UNION ALL SELECT cs.`_t, 2, cs.`_present, NULL, NULL, cs.`_stg"));
+	appendStringInfoString(&buf, X(" UNION ALL SELECT cs.`_t, " WT_PRIO_STAGED ", cs.`_present, NULL, NULL, cs.`_stg"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "cs.");
 	scd2_append_payload_cols(&buf, cfg, "cs.");
 	appendStringInfoString(&buf, " FROM cs");
@@ -168,7 +166,7 @@ scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, X("SELECT %s, CAST(`_t AS pg_catalog.text) FROM %s p WHERE `_prio = 2 GROUP BY "),
+	appendStringInfo(&buf, X("SELECT %s, CAST(`_t AS pg_catalog.text) FROM %s p WHERE `_prio = " WT_PRIO_STAGED " GROUP BY "),
 					 scd2_key_json_sql(cfg, "p"), pts);
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	appendStringInfoString(&buf, X(", `_t HAVING pg_catalog.count(*) > 1 ORDER BY "));
@@ -214,8 +212,8 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool cr
 	else
 		scd2_append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "o.", "o.", "p");
 	appendStringInfoString(&buf, X("))) AS `_diff FROM o), "
-						   "k AS (SELECT c.*, (`_prio = 1 OR `_diff) AS `_keep,"
-						   " COALESCE(`_prio = 2 AND `_pprio = 1 AND `_pt = `_t AND `_diff, false) AS `_conflict"
+						   "k AS (SELECT c.*, (`_prio = " WT_PRIO_VERSION " OR `_diff) AS `_keep,"
+						   " COALESCE(`_prio = " WT_PRIO_STAGED " AND `_pprio = " WT_PRIO_VERSION " AND `_pt = `_t AND `_diff, false) AS `_conflict"
 						   " FROM c), "));
 	appendStringInfo(&buf, X("r AS (SELECT k.*, pg_catalog.sum(`_keep::pg_catalog.int4)"
 					 " OVER (%s ORDER BY `_t, `_prio ROWS UNBOUNDED PRECEDING) AS `_run FROM k) "),
@@ -252,23 +250,23 @@ scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win
 	char	   *part = scd2_partition_by_keys(cfg);
 
 	initStringInfo(&buf);
-	scd2_append_changes_insert(&buf, cfg, chg, true);
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, true);
 	appendStringInfo(&buf,
 					 X(") WITH kp AS (SELECT w.*, pg_catalog.lead(`_t) OVER wk AS `_end,"
 					 " pg_catalog.lead(`_present) OVER wk AS `_npresent,"
-					 " pg_catalog.row_number() OVER (%s, (`_prio = 2 AND `_present) ORDER BY `_t) AS `_nth"
+					 " pg_catalog.row_number() OVER (%s, (`_prio = " WT_PRIO_STAGED " AND `_present) ORDER BY `_t) AS `_nth"
 					 " FROM %s w WHERE `_keep WINDOW wk AS (%s ORDER BY `_t, `_prio)), "),
 					 part, win, part);
-	appendStringInfoString(&buf, X("e AS (SELECT kp.*, (`_ovt IS NULL AND `_lprio = 2 AND NOT ("));
+	appendStringInfoString(&buf, X("e AS (SELECT kp.*, (`_ovt IS NULL AND `_lprio = " WT_PRIO_STAGED " AND NOT ("));
 	scd2_append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "kp.", "kp.", "l");
-	appendStringInfoString(&buf, X(")) AS `_sety FROM kp WHERE `_prio = 1) "));
+	appendStringInfoString(&buf, X(")) AS `_sety FROM kp WHERE `_prio = " WT_PRIO_VERSION ") "));
 
 	/* existing rows: end moved earlier, and/or Type 1 overwrite */
 	appendStringInfoString(&buf,
-						   X("SELECT CASE WHEN `_end IS NOT DISTINCT FROM `_ovt THEN 'type1'"
-						   " WHEN `_ovt IS NOT NULL THEN 'shorten'"
-						   " WHEN `_npresent THEN 'close' ELSE 'delete' END,"
-						   " 'C', false, `_t, `_sk, `_t, `_end, `_end IS NULL, `_sety"));
+						   X("SELECT CASE WHEN `_end IS NOT DISTINCT FROM `_ovt THEN " WT_ACT_TYPE1
+						   " WHEN `_ovt IS NOT NULL THEN " WT_ACT_SHORTEN
+						   " WHEN `_npresent THEN " WT_ACT_CLOSE " ELSE " WT_ACT_DELETE " END,"
+						   " " WT_ORIGIN_COMPLEX ", false, `_t, `_sk, `_t, `_end, `_end IS NULL, `_sety"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	scd2_append_null_cols(&buf, cfg->tracked, cfg->ntracked);
 	for (int i = 0; i < cfg->ntype1; i++)
@@ -282,14 +280,14 @@ scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win
 					 cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "kp");
 	appendStringInfoString(&buf,
-						   X(") THEN 'insert' ELSE 'new_version' END,"
-						   " 'C', false, NULL, NULL, `_t, `_end, `_end IS NULL, false"));
+						   X(") THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
+						   " " WT_ORIGIN_COMPLEX ", false, NULL, NULL, `_t, `_end, `_end IS NULL, false"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	scd2_append_more_cols(&buf, cfg->tracked, cfg->ntracked, NULL);
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, X(", `_l%d"), i + 1);
 	scd2_append_more_cols(&buf, cfg->other, cfg->nother, NULL);
-	appendStringInfoString(&buf, X(" FROM kp WHERE `_prio = 2 AND `_present"));
+	appendStringInfoString(&buf, X(" FROM kp WHERE `_prio = " WT_PRIO_STAGED " AND `_present"));
 	return buf.data;
 }
 
@@ -307,25 +305,11 @@ scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys
 	appendStringInfoString(&buf,
 						   X("SELECT pg_catalog.count(*) FILTER (WHERE `_stg),"
 					 " pg_catalog.count(*) FILTER (WHERE `_stg AND `_keep),"
-					 " pg_catalog.count(*) FILTER (WHERE `_prio = 1 AND `_ovt IS NULL AND `_lprio = 2 AND NOT ("));
+					 " pg_catalog.count(*) FILTER (WHERE `_prio = " WT_PRIO_VERSION " AND `_ovt IS NULL AND `_lprio = " WT_PRIO_STAGED " AND NOT ("));
 	scd2_append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "w.", "w.", "l");
 	appendStringInfo(&buf, X(")), (SELECT COALESCE(pg_catalog.sum(`_n), 0)::pg_catalog.int8 FROM %s)"
 					 " FROM %s w"), keys, win);
 	return buf.data;
-}
-
-/* Change rows per action, and fast-path rows that count as applied. */
-char *
-scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
-{
-	return psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_action = 'insert'),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = 'new_version'),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = 'close'),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = 'delete'),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = 'shorten'),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = 'type1'),"
-					" pg_catalog.count(*) FILTER (WHERE `_origin = 'F' AND `_counts),"
-					" pg_catalog.count(*) FROM %s"), chg);
 }
 
 /*
@@ -341,7 +325,7 @@ scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 
 	/* the general path's work tables: created outside the restriction */
 	scd2_owner_context_unrestrict(st->oc);
-	scd2_spi_exec(scd2_sql_create_points(cfg, PTS_TABLE), SPI_OK_UTILITY, "creating the point table");
+	scd2_spi_exec(scd2_sql_create_work_table(cfg, &scd2_wt_points), SPI_OK_UTILITY, "creating the point table");
 	scd2_spi_exec(scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE, true), SPI_OK_UTILITY,
 				  "creating the window table");
 	scd2_owner_context_restrict(st->oc);

@@ -39,6 +39,20 @@
 
 /* ---------- the write ---------- */
 
+/* Change rows per action, and fast-path rows that count as applied. */
+char *
+scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
+{
+	return psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_INSERT "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_NEW_VERSION "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_CLOSE "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_DELETE "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_SHORTEN "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_TYPE1 "),"
+					" pg_catalog.count(*) FILTER (WHERE `_origin = " WT_ORIGIN_FAST " AND `_counts),"
+					" pg_catalog.count(*) FROM %s"), chg);
+}
+
 /*
  * The one MERGE.  Update copies match their target by business key and
  * valid_from (the as-of index, unique); insert copies carry a NULL target
