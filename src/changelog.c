@@ -1,7 +1,7 @@
 /*
  * changelog.c -- the change log: what each load changed, kept so that the
- * load can be reverted (revert.c) and its change feed read again
- * (changes.c).
+ * load can be reverted (fn_revert.c) and its change feed read again
+ * (fn_changes.c).
  *
  * A load that writes (not a dry run) records, in its own transaction and
  * with one INSERT ... SELECT just before its MERGE:

@@ -90,7 +90,7 @@ has_column_prefixed(TupleDesc desc, const char *prefix)
 }
 
 /*
- * The prefix of the generated SQL's internal column names (sqlgen.c):
+ * The prefix of the generated SQL's internal column names (sqlbuild.c):
  * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
  * staging table starts with that prefix and "_" -- so an internal name
  * never equals a user column's, whatever the user named them.
