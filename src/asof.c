@@ -249,6 +249,53 @@ describe_key(AsofCache *c, Datum *values)
 	return buf.data;
 }
 
+/*
+ * The business key arguments of one call into values[] (from the VARIADIC
+ * array or one argument per column); false when one is NULL.
+ */
+static bool
+key_values(FunctionCallInfo fcinfo, AsofCache *c, Datum *values)
+{
+	if (c->variadic_array)
+	{
+		ArrayType  *arr;
+		bool	   *nulls;
+		int			n;
+
+		if (PG_ARGISNULL(2))
+			return false;
+		arr = PG_GETARG_ARRAYTYPE_P(2);
+		if (ARR_NDIM(arr) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("VARIADIC argument of scd2.asof must be a one-dimensional array")));
+		{
+			Datum	   *elems;
+
+			deconstruct_array(arr, ARR_ELEMTYPE(arr), c->elmlen, c->elmbyval, c->elmalign,
+							  &elems, &nulls, &n);
+			if (n != c->nkeys)
+				scd2_asof_wrong_key_count(c, n);
+			for (int i = 0; i < n; i++)
+			{
+				if (nulls[i])
+					return false;
+				values[i] = elems[i];
+			}
+		}
+	}
+	else
+	{
+		for (int i = 0; i < c->nkeys; i++)
+		{
+			if (PG_ARGISNULL(i + 2))
+				return false;
+			values[i] = PG_GETARG_DATUM(i + 2);
+		}
+	}
+	return true;
+}
+
 Datum
 scd2_asof(PG_FUNCTION_ARGS)
 {
@@ -280,51 +327,10 @@ scd2_asof(PG_FUNCTION_ARGS)
 	MemoryContextReset(c->callcxt);
 	oldcxt = MemoryContextSwitchTo(c->callcxt);
 
-	if (c->variadic_array)
+	if (!key_values(fcinfo, c, values))
 	{
-		ArrayType  *arr;
-		bool	   *nulls;
-		int			n;
-
-		if (PG_ARGISNULL(2))
-		{
-			MemoryContextSwitchTo(oldcxt);
-			PG_RETURN_NULL();
-		}
-		arr = PG_GETARG_ARRAYTYPE_P(2);
-		if (ARR_NDIM(arr) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("VARIADIC argument of scd2.asof must be a one-dimensional array")));
-		{
-			Datum	   *elems;
-
-			deconstruct_array(arr, ARR_ELEMTYPE(arr), c->elmlen, c->elmbyval, c->elmalign,
-							  &elems, &nulls, &n);
-			if (n != c->nkeys)
-				scd2_asof_wrong_key_count(c, n);
-			for (int i = 0; i < n; i++)
-			{
-				if (nulls[i])
-				{
-					MemoryContextSwitchTo(oldcxt);
-					PG_RETURN_NULL();
-				}
-				values[i] = elems[i];
-			}
-		}
-	}
-	else
-	{
-		for (int i = 0; i < c->nkeys; i++)
-		{
-			if (PG_ARGISNULL(i + 2))
-			{
-				MemoryContextSwitchTo(oldcxt);
-				PG_RETURN_NULL();
-			}
-			values[i] = PG_GETARG_DATUM(i + 2);
-		}
+		MemoryContextSwitchTo(oldcxt);
+		PG_RETURN_NULL();		/* a NULL key value */
 	}
 
 	for (int i = 0; i < c->nkeys; i++)

@@ -1,9 +1,10 @@
 /*
  * asof.h -- what the files of scd2.asof share: the call site's cache and
  * the bulk map's types.  asof.c is the entry point and decodes the
- * arguments; asof_cache.c builds the cache (registry row, index choice,
- * scan keys); asof_scan.c keeps the index scan open and reads its
- * entries; asof_map.c builds and searches the bulk map.
+ * arguments; asof_cache.c builds the cache (registry row, privileges,
+ * index choice), asof_keys.c its scan keys; asof_scan.c keeps the index
+ * scan open and reads its entries; asof_map.c builds and searches the
+ * bulk map.
  */
 #ifndef SCD2_ASOF_H
 #define SCD2_ASOF_H
@@ -178,6 +179,10 @@ extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
 
 /* asof_cache.c */
 extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid);
+
+/* asof_keys.c */
+extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);
+extern void scd2_asof_setup_valid_from_key(AsofCache *c, Relation index);
 
 /* asof_scan.c */
 extern bool scd2_asof_next_entry(AsofCache *c, IndexScanDesc scan, ScanDirection dir,

@@ -233,109 +233,49 @@ choose_index(AsofCache *c, Relation heap)
 				 errhint("Run scd2.register again to recreate it, or create a btree index on (business key, valid_from).")));
 }
 
-/* Error for a key argument of a type that cannot be compared to its column. */
-static void
-key_type_error(AsofCache *c, AsofKey *k, Oid argtype)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_DATATYPE_MISMATCH),
-			 errmsg("business key value for column \"%s\" of dimension \"%s\" has type %s, but the column has type %s",
-					k->colname, c->relname, format_type_be(argtype), format_type_be(k->coltype)),
-			 errhint("Cast the value to %s.", format_type_be(k->coltype))));
-}
-
 /*
- * Decide how the argument for key column i is compared, and initialize its
- * scan key (index attribute i + 1, equality).
+ * The probe reads the table bypassing the executor, so check what the
+ * executor would: SELECT on the columns read, and no row-level security.
  */
 static void
-setup_key(AsofCache *c, Relation index, int i, Oid argtype)
+check_read_access(AsofCache *c)
 {
-	AsofKey    *k = &c->keys[i];
-	Oid			opfamily = index->rd_opfamily[i];
-	Oid			opcintype = index->rd_opcintype[i];
-	Oid			subtype = opcintype;
-	Oid			eqop = InvalidOid;
-	bool		isvarlena;
+	Oid			relid = c->relid;
 
-	k->argtype = argtype;
-	k->conv = KEY_AS_IS;
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	{
+		AttrNumber	cols[INDEX_MAX_KEYS + 3];
+		int			ncols = 0;
 
-	if (argtype == UNKNOWNOID)
-	{
-		Oid			infn;
+		for (int i = 0; i < c->nkeys; i++)
+			cols[ncols++] = c->keys[i].attnum;
+		cols[ncols++] = c->vf_attnum;
+		cols[ncols++] = c->vt_attnum;
+		cols[ncols++] = c->sk_attnum;
+		for (int i = 0; i < ncols; i++)
+			if (pg_attribute_aclcheck(relid, cols[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	}
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("scd2.asof does not support row-level security on dimension \"%s\"", c->relname),
+				 errhint("Use a join on the business key and the validity columns instead.")));
+}
 
-		k->conv = KEY_INPUT;
-		getTypeInputInfo(k->coltype, &infn, &k->convioparam);
-		fmgr_info_cxt(infn, &k->convfn, c->cxt);
-	}
-	else if (getBaseType(argtype) == getBaseType(k->coltype) ||
-			 (!IsPolymorphicType(opcintype) && IsBinaryCoercible(argtype, opcintype)))
-	{
-		/* used as is */
-	}
-	else if (!IsPolymorphicType(opcintype) &&
-			 OidIsValid(eqop = get_opfamily_member(opfamily, opcintype, getBaseType(argtype),
-												   BTEqualStrategyNumber)))
-	{
-		/* cross-type comparison inside the operator family */
-		subtype = getBaseType(argtype);
-	}
+/* Bulk mode: when it may switch, and whether it can. */
+static void
+setup_bulk(AsofCache *c, Relation heap)
+{
+	c->bulk_ok = true;
+	c->est_rows = heap->rd_rel->reltuples;
+	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
+		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
+	if (scd2_asof_bulk_threshold <= 0)
+		c->bulk_trigger = 0;
 	else
-	{
-		Oid			castfn;
-
-		switch (find_coercion_pathway(k->coltype, argtype, COERCION_IMPLICIT, &castfn))
-		{
-			case COERCION_PATH_RELABELTYPE:
-				break;
-			case COERCION_PATH_FUNC:
-				k->conv = KEY_CAST;
-				k->convnargs = get_func_nargs(castfn);
-				fmgr_info_cxt(castfn, &k->convfn, c->cxt);
-				break;
-			default:
-				key_type_error(c, k, argtype);
-		}
-	}
-
-	if (!OidIsValid(eqop))
-		eqop = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
-	if (!OidIsValid(eqop))
-		elog(ERROR, "missing equality operator for types %u and %u in operator family %u",
-			 opcintype, subtype, opfamily);
-
-	getTypeOutputInfo(argtype == UNKNOWNOID ? CSTRINGOID : argtype, &k->argoutfn, &isvarlena);
-
-	/*
-	 * Bulk mode hashes keys with the hash functions of this equality
-	 * operator's hash operator family (as a hash join on it would): the
-	 * column side's for the values in the index, the argument side's for the
-	 * values looked up, which the family guarantees to agree whenever the
-	 * operator says equal (under the index column's collation, which is
-	 * passed to both).  Without them, no bulk mode.
-	 */
-	{
-		RegProcedure lhs,
-					rhs;
-
-		if (get_op_hash_functions(eqop, &lhs, &rhs))
-		{
-			fmgr_info_cxt(lhs, &k->hash_col, c->cxt);
-			fmgr_info_cxt(rhs, &k->hash_arg, c->cxt);
-		}
-		else
-			c->bulk_ok = false;
-	}
-
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(c->cxt);
-
-		ScanKeyEntryInitialize(&c->scankeys[i], 0, i + 1, BTEqualStrategyNumber,
-							   subtype, index->rd_indcollation[i],
-							   get_opcode(eqop), (Datum) 0);
-		MemoryContextSwitchTo(oldcxt);
-	}
+		c->bulk_trigger = (int64) Min((double) scd2_asof_bulk_threshold,
+									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
 }
 
 /*
@@ -349,11 +289,6 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	AsofCache  *c;
 	Relation	heap;
 	Relation	index;
-	int			nargs;
-	AttrNumber	vf_attnum;
-	Oid			vfopfamily;
-	Oid			vfopcintype;
-	Oid			leop;
 	MemoryContext oldcxt;
 
 	/* a fresh context: the old cache stays usable until this one is built */
@@ -392,96 +327,16 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	 * 'infinity' valid_to is open either way.
 	 */
 	read_registry(c);
-	vf_attnum = c->vf_attnum;
 
-	/*
-	 * The probe reads the table bypassing the executor, so check what the
-	 * executor would: SELECT on the columns read, and no row-level security.
-	 */
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-	{
-		AttrNumber	cols[INDEX_MAX_KEYS + 3];
-		int			ncols = 0;
-
-		for (int i = 0; i < c->nkeys; i++)
-			cols[ncols++] = c->keys[i].attnum;
-		cols[ncols++] = vf_attnum;
-		cols[ncols++] = c->vt_attnum;
-		cols[ncols++] = c->sk_attnum;
-		for (int i = 0; i < ncols; i++)
-			if (pg_attribute_aclcheck(relid, cols[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
-	}
-	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("scd2.asof does not support row-level security on dimension \"%s\"", c->relname),
-				 errhint("Use a join on the business key and the validity columns instead.")));
+	check_read_access(c);
 
 	choose_index(c, heap);
 
-	/* bulk mode: when it may switch, and whether it can */
-	c->bulk_ok = true;
-	c->est_rows = heap->rd_rel->reltuples;
-	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
-		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
-	if (scd2_asof_bulk_threshold <= 0)
-		c->bulk_trigger = 0;
-	else
-		c->bulk_trigger = (int64) Min((double) scd2_asof_bulk_threshold,
-									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
+	setup_bulk(c, heap);
 
-	/* key arguments */
-	nargs = PG_NARGS() - 2;
-	c->variadic_array = get_fn_expr_variadic(fcinfo->flinfo);
-	if (c->variadic_array)
-	{
-		Oid			arrtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
-		Oid			elemtype = OidIsValid(arrtype) ? get_element_type(getBaseType(arrtype)) : InvalidOid;
-
-		if (!OidIsValid(elemtype))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("VARIADIC argument of scd2.asof must be an array")));
-		get_typlenbyvalalign(elemtype, &c->elmlen, &c->elmbyval, &c->elmalign);
-		index = index_open(c->indexid, AccessShareLock);
-		for (int i = 0; i < c->nkeys; i++)
-			setup_key(c, index, i, elemtype);
-	}
-	else
-	{
-		if (nargs != c->nkeys)
-			scd2_asof_wrong_key_count(c, nargs);
-		index = index_open(c->indexid, AccessShareLock);
-		for (int i = 0; i < c->nkeys; i++)
-		{
-			Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, i + 2);
-
-			if (!OidIsValid(argtype))
-				elog(ERROR, "could not determine the type of business key argument %d", i + 1);
-			setup_key(c, index, i, argtype);
-		}
-	}
-
-	/* valid_from <= at, walked from the latest start */
-	vfopfamily = index->rd_opfamily[c->nkeys];
-	vfopcintype = index->rd_opcintype[c->nkeys];
-	if (vfopcintype != c->vftype)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("as-of index of dimension \"%s\" uses an unexpected operator class for valid_from",
-						c->relname),
-				 errhint("Run scd2.register again to recreate the index with the default operator class.")));
-	leop = get_opfamily_member(vfopfamily, vfopcintype, vfopcintype, BTLessEqualStrategyNumber);
-	if (!OidIsValid(leop))
-		elog(ERROR, "missing <= operator for type %u in operator family %u", vfopcintype, vfopfamily);
-	oldcxt = MemoryContextSwitchTo(cxt);
-	ScanKeyEntryInitialize(&c->scankeys[c->nkeys], 0, c->nkeys + 1, BTLessEqualStrategyNumber,
-						   vfopcintype, index->rd_indcollation[c->nkeys],
-						   get_opcode(leop), (Datum) 0);
-	MemoryContextSwitchTo(oldcxt);
-	c->direction = (index->rd_indoption[c->nkeys] & INDOPTION_DESC) ?
-		ForwardScanDirection : BackwardScanDirection;
+	index = index_open(c->indexid, AccessShareLock);
+	scd2_asof_setup_key_args(c, fcinfo, index);
+	scd2_asof_setup_valid_from_key(c, index);
 
 	if (c->sktype != INT8OID && c->sktype != INT4OID && c->sktype != INT2OID)
 		elog(ERROR, "unexpected surrogate key type %u", c->sktype);
