@@ -23,6 +23,8 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "sqlbuild.h"
+
 static Form_pg_attribute
 find_attribute(TupleDesc desc, const char *name)
 {
@@ -71,43 +73,6 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->builtin_eq = col->eqop_sql != NULL &&
 		strncmp(col->eqop_sql, "OPERATOR(pg_catalog.", 20) == 0;
 	col->sortable = OidIsValid(tc->lt_opr);
-}
-
-/* Whether some column of the relation starts with prefix. */
-static bool
-has_column_prefixed(TupleDesc desc, const char *prefix)
-{
-	size_t		len = strlen(prefix);
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strncmp(NameStr(att->attname), prefix, len) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * The prefix of the generated SQL's internal column names (sqlbuild.c):
- * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
- * staging table starts with that prefix and "_" -- so an internal name
- * never equals a user column's, whatever the user named them.
- */
-static char *
-choose_internal_prefix(TupleDesc dim, TupleDesc stg)
-{
-	char	   *px = "scd2";
-
-	for (int n = 2;; n++)
-	{
-		char	   *probe = psprintf("%s_", px);
-
-		if (!has_column_prefixed(dim, probe) && !has_column_prefixed(stg, probe))
-			return px;
-		px = psprintf("scd2_%d", n);
-	}
 }
 
 /* A column registered for the dimension must still be in it. */
@@ -299,49 +264,14 @@ scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 }
 
 /*
- * Resolve a registered dimension against a staging table for one load.
- * The caller holds a lock on the dimension.
+ * The bookkeeping columns (validity, is_current, surrogate key) and the
+ * load's conventions; returns the names no payload column may have.
  */
-Scd2Config *
-scd2_load_config(Oid dim_oid, Oid stg_oid)
+static List *
+resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
 {
-	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
-	Scd2Registration *reg;
-	Relation	dimrel;
-	Relation	stgrel;
-	TupleDesc	dim;
-	TupleDesc	stg;
 	List	   *excluded;
-	List	   *tracked;
-	List	   *other = NIL;
 
-	cfg->dim_oid = dim_oid;
-	cfg->stg_oid = stg_oid;
-	cfg->dim_name = scd2_relation_display_name(dim_oid);
-	cfg->stg_name = scd2_relation_display_name(stg_oid);
-	cfg->dim_sql = scd2_relation_display_name(dim_oid);
-	cfg->stg_sql = scd2_relation_display_name(stg_oid);
-
-	reg = scd2_registry_read(dim_oid, cfg->dim_name);
-
-	if (stg_oid == dim_oid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("staging table cannot be the dimension itself"),
-				 errdetail("Both arguments name %s.", cfg->dim_name),
-				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
-
-	if (reg->has_shape)
-		scd2_check_registered_shape(dim_oid, cfg->dim_name, reg->shape_columns,
-									reg->shape_types, reg->shape_typmods);
-
-	dimrel = table_open(dim_oid, AccessShareLock);
-	stgrel = table_open(stg_oid, AccessShareLock);
-	dim = RelationGetDescr(dimrel);
-	stg = RelationGetDescr(stgrel);
-	cfg->px = choose_internal_prefix(dim, stg);
-
-	/* Bookkeeping columns. */
 	describe_column(&cfg->vf, require_dimension_column(dim, reg->valid_from, "valid_from_column", cfg->dim_name));
 	describe_column(&cfg->vt, require_dimension_column(dim, reg->valid_to, "valid_to_column", cfg->dim_name));
 	excluded = list_make2(reg->valid_from, reg->valid_to);
@@ -365,7 +295,13 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
 	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
 
-	/* Business key: must be comparable with = and indexable. */
+	return excluded;
+}
+
+/* Business key: must be comparable with = and indexable. */
+static void
+resolve_keys(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg)
+{
 	cfg->keys = describe_list(reg->business_key, dim, "a business key column", cfg->dim_name, &cfg->nkeys);
 	for (int i = 0; i < cfg->nkeys; i++)
 	{
@@ -377,64 +313,81 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 					 errhint("Use a business key of a type that can be indexed with btree.")));
 		require_staging_column(stg, &cfg->keys[i], "a business key column", cfg);
 	}
-	excluded = list_concat(excluded, reg->business_key);
+}
 
-	/* Load metadata in staging. */
-	if (reg->effective_column)
+/* The staging table's effective column: its type, and whether it converts exactly. */
+static void
+resolve_effective(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
+{
+	Form_pg_attribute att = find_attribute(stg, reg->effective_column);
+	Oid			srctype;
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->effective_column),
+				 errdetail("Column \"%s\" is the registered effective_column of dimension %s.",
+						   reg->effective_column, cfg->dim_name),
+				 errhint("Add the column to the staging table, or register the dimension again with another effective_column.")));
+	srctype = att->atttypid;
+	if (srctype != cfg->vf.typid &&
+		!can_coerce_type(1, &srctype, &cfg->vf.typid, COERCION_ASSIGNMENT))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("effective column \"%s\" of staging table %s has type %s, which cannot be assigned to %s",
+						reg->effective_column, cfg->stg_name, format_type_be(srctype),
+						format_type_be(cfg->vf.typid)),
+				 errhint("Give the effective column the type of the dimension's valid_from column.")));
+	cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
+	cfg->eff_name = reg->effective_column;
+	/* converted exactly, or checked before the load (load_convert.c) */
+	if (srctype != cfg->vf.typid ||
+		(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
 	{
-		Form_pg_attribute att = find_attribute(stg, reg->effective_column);
-		Oid			srctype;
-
-		if (att == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->effective_column),
-					 errdetail("Column \"%s\" is the registered effective_column of dimension %s.",
-							   reg->effective_column, cfg->dim_name),
-					 errhint("Add the column to the staging table, or register the dimension again with another effective_column.")));
-		srctype = att->atttypid;
-		if (srctype != cfg->vf.typid &&
-			!can_coerce_type(1, &srctype, &cfg->vf.typid, COERCION_ASSIGNMENT))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("effective column \"%s\" of staging table %s has type %s, which cannot be assigned to %s",
-							reg->effective_column, cfg->stg_name, format_type_be(srctype),
-							format_type_be(cfg->vf.typid)),
-					 errhint("Give the effective column the type of the dimension's valid_from column.")));
-		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
-		cfg->eff_name = reg->effective_column;
-		/* converted exactly, or checked before the load (load.c) */
-		if (srctype != cfg->vf.typid ||
-			(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
-		{
-			cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
-													 FORMAT_TYPE_TYPEMOD_GIVEN |
-													 FORMAT_TYPE_FORCE_QUALIFY);
-			cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
-			cfg->eff_cmp_type_sql = cfg->eff_type_sql;
-			cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
-			cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
-		}
+		cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
+												 FORMAT_TYPE_TYPEMOD_GIVEN |
+												 FORMAT_TYPE_FORCE_QUALIFY);
+		cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
+		cfg->eff_cmp_type_sql = cfg->eff_type_sql;
+		cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
+		cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
 	}
-	if (reg->delete_column)
-	{
-		Form_pg_attribute att = find_attribute(stg, reg->delete_column);
+}
 
-		if (att == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->delete_column),
-					 errdetail("Column \"%s\" is the registered delete_column of dimension %s.",
-							   reg->delete_column, cfg->dim_name),
-					 errhint("Add a boolean column to the staging table, or register the dimension again without delete_column.")));
-		if (att->atttypid != BOOLOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("delete column \"%s\" of staging table %s has type %s, not boolean",
-							reg->delete_column, cfg->stg_name, format_type_be(att->atttypid)),
-					 errhint("Make the delete marker a boolean column: true deletes the key.")));
-		cfg->del_col = pstrdup(quote_identifier(reg->delete_column));
-	}
+/* The staging table's delete marker: a boolean column. */
+static void
+resolve_delete(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
+{
+	Form_pg_attribute att = find_attribute(stg, reg->delete_column);
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->delete_column),
+				 errdetail("Column \"%s\" is the registered delete_column of dimension %s.",
+						   reg->delete_column, cfg->dim_name),
+				 errhint("Add a boolean column to the staging table, or register the dimension again without delete_column.")));
+	if (att->atttypid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("delete column \"%s\" of staging table %s has type %s, not boolean",
+						reg->delete_column, cfg->stg_name, format_type_be(att->atttypid)),
+				 errhint("Make the delete marker a boolean column: true deletes the key.")));
+	cfg->del_col = pstrdup(quote_identifier(reg->delete_column));
+}
+
+/*
+ * The payload: Type 1 columns as registered; tracked columns as
+ * registered, or every column the staging table shares with the dimension
+ * that is not a key, bookkeeping or Type 1 column; the remaining shared
+ * columns are copied into new versions.
+ */
+static void
+resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
+				List *excluded)
+{
+	List	   *tracked;
+	List	   *other = NIL;
 
 	/* Type 1 columns. */
 	cfg->type1 = describe_list(reg->type1, dim, "a Type 1 column", cfg->dim_name, &cfg->ntype1);
@@ -480,6 +433,57 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->other = describe_list(other, dim, "a copied column", cfg->dim_name, &cfg->nother);
 	for (int i = 0; i < cfg->nother; i++)
 		require_staging_column(stg, &cfg->other[i], "a copied column", cfg);
+}
+
+/*
+ * Resolve a registered dimension against a staging table for one load.
+ * The caller holds a lock on the dimension.
+ */
+Scd2Config *
+scd2_load_config(Oid dim_oid, Oid stg_oid)
+{
+	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
+	Scd2Registration *reg;
+	Relation	dimrel;
+	Relation	stgrel;
+	TupleDesc	dim;
+	TupleDesc	stg;
+	List	   *excluded;
+
+	cfg->dim_oid = dim_oid;
+	cfg->stg_oid = stg_oid;
+	cfg->dim_name = scd2_relation_display_name(dim_oid);
+	cfg->stg_name = scd2_relation_display_name(stg_oid);
+	cfg->dim_sql = scd2_relation_display_name(dim_oid);
+	cfg->stg_sql = scd2_relation_display_name(stg_oid);
+
+	reg = scd2_registry_read(dim_oid, cfg->dim_name);
+
+	if (stg_oid == dim_oid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("staging table cannot be the dimension itself"),
+				 errdetail("Both arguments name %s.", cfg->dim_name),
+				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
+
+	if (reg->has_shape)
+		scd2_check_registered_shape(dim_oid, cfg->dim_name, reg->shape_columns,
+									reg->shape_types, reg->shape_typmods);
+
+	dimrel = table_open(dim_oid, AccessShareLock);
+	stgrel = table_open(stg_oid, AccessShareLock);
+	dim = RelationGetDescr(dimrel);
+	stg = RelationGetDescr(stgrel);
+	cfg->px = scd2_choose_internal_prefix(dim, stg);
+
+	excluded = resolve_bookkeeping(cfg, reg, dim);
+	resolve_keys(cfg, reg, dim, stg);
+	excluded = list_concat(excluded, reg->business_key);
+	if (reg->effective_column)
+		resolve_effective(cfg, reg, stg);
+	if (reg->delete_column)
+		resolve_delete(cfg, reg, stg);
+	resolve_payload(cfg, reg, dim, stg, excluded);
 
 	table_close(stgrel, NoLock);
 	table_close(dimrel, NoLock);

@@ -9,6 +9,7 @@
  */
 #include "scd2.h"
 
+#include "access/tupdesc.h"
 #include "utils/builtins.h"
 
 #include "sqlbuild.h"
@@ -254,4 +255,41 @@ scd2_staging_key_json(const Scd2Config *cfg)
 						 quote_literal_cstr(cfg->keys[i].name), cfg->keys[i].ident);
 	appendStringInfoString(&buf, ") AS pg_catalog.text)");
 	return buf.data;
+}
+
+/* Whether some column of the relation starts with prefix. */
+static bool
+has_column_prefixed(TupleDesc desc, const char *prefix)
+{
+	size_t		len = strlen(prefix);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strncmp(NameStr(att->attname), prefix, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The prefix of the generated SQL's internal column names :
+ * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
+ * staging table starts with that prefix and "_" -- so an internal name
+ * never equals a user column's, whatever the user named them.
+ */
+char *
+scd2_choose_internal_prefix(TupleDesc dim, TupleDesc stg)
+{
+	char	   *px = "scd2";
+
+	for (int n = 2;; n++)
+	{
+		char	   *probe = psprintf("%s_", px);
+
+		if (!has_column_prefixed(dim, probe) && !has_column_prefixed(stg, probe))
+			return px;
+		px = psprintf("scd2_%d", n);
+	}
 }

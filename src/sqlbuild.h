@@ -6,12 +6,14 @@
 
 #include "scd2.h"
 
+#include "access/tupdesc.h"
 #include "lib/stringinfo.h"
 
 /* A template with internal names, expanded for this load's cfg. */
 #define X(tmpl) scd2_expand_names(cfg, tmpl)
 
 /* sqlbuild.c */
+extern char *scd2_choose_internal_prefix(TupleDesc dim, TupleDesc stg);
 extern char *scd2_expand_names(const Scd2Config *cfg, const char *tmpl);
 extern void scd2_append_cols(StringInfo buf, const Scd2Column *cols, int n, const char *prefix);
 extern void scd2_append_more_cols(StringInfo buf, const Scd2Column *cols, int n, const char *prefix);
