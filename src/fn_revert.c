@@ -258,7 +258,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 	pin = scd2_pin_search_path();
 
 	/* 1. */
-	scd2_revert_read_run(run_id, &run);
+	scd2_revert_read_run(run_id, false, &run);
 	scd2_revert_require_revertible(&run);
 	if (get_rel_relkind(run.dim_oid) == '\0')
 		ereport(ERROR,
@@ -270,7 +270,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 	check_privileges(run.dim_oid, dim_name);
 	scd2_lock_dimension(run.dim_oid, dim_name,
 						"The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.");
-	scd2_revert_read_run(run_id, &run);
+	scd2_revert_read_run(run_id, false, &run);
 	scd2_revert_require_revertible(&run);
 
 	/* 3. */

@@ -25,6 +25,7 @@ typedef struct Run
 	bool		logged;
 	char	   *pruned_at;
 	char	   *reverted_by;
+	char	   *current_valid_to;	/* the registration's, as text */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */
@@ -42,7 +43,8 @@ typedef struct Logged
 } Logged;
 
 /* revert_run.c */
-extern void scd2_revert_read_run(int64 run_id, Run *run);
+extern void scd2_revert_read_run(int64 run_id, bool read_only, Run *run);
+extern void scd2_revert_require_change_log(const Run *run);
 extern void scd2_revert_require_revertible(const Run *run);
 extern char *scd2_revert_later_runs(const Run *run);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);

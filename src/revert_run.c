@@ -1,5 +1,6 @@
 /*
- * revert_run.c -- what scd2.revert reads before it writes (fn_revert.c):
+ * revert_run.c -- what scd2.revert reads before it writes (fn_revert.c),
+ * and scd2.changes (fn_changes.c) too:
  * the run (its audit row and change-log header), the refusals (unknown,
  * failed, dry, already reverted, no or pruned change log, not the newest
  * load), and the run's change log itself.
@@ -29,8 +30,13 @@
 
 #include "revert.h"
 
+/*
+ * A run as the audit log and its change-log header know it; an error when
+ * there is no such run.  read_only as for SPI (scd2.changes reads with
+ * the caller's snapshot; revert reads again under its lock).
+ */
 void
-scd2_revert_read_run(int64 run_id, Run *run)
+scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
@@ -46,11 +52,11 @@ scd2_revert_read_run(int64 run_id, Run *run)
 		"       ARRAY[r.valid_from_column, r.valid_to_column],"
 		"       pg_catalog.array_remove(ARRAY[r.is_current_column], NULL),"
 		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL),"
-		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by"
+		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by, r.current_valid_to"
 		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
 		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, false, 1);
+		1, argtypes, values, NULL, read_only, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -81,14 +87,15 @@ scd2_revert_read_run(int64 run_id, Run *run)
 	run->logged = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
 	run->pruned_at = SPI_getvalue(tup, desc, 13);
 	run->reverted_by = SPI_getvalue(tup, desc, 14);
+	run->current_valid_to = SPI_getvalue(tup, desc, 15);
 }
 
 /*
  * A run whose change log can be read: the change log exists and was not
  * pruned.  (scd2.changes needs this much; revert more.)
  */
-static void
-require_change_log(const Run *run)
+void
+scd2_revert_require_change_log(const Run *run)
 {
 	long long	id = (long long) run->run_id;
 
@@ -134,7 +141,7 @@ scd2_revert_require_revertible(const Run *run)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run %lld is not a successful load", id),
 				 errdetail("Its status is %s: it wrote nothing to revert.", run->status)));
-	require_change_log(run);
+	scd2_revert_require_change_log(run);
 }
 
 /* The later successful loads of the dimension, or NULL. */
