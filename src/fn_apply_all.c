@@ -113,6 +113,52 @@ load_one_nonatomic(const Scd2Target *t, TimestampTz effective_at)
 	return edata;
 }
 
+/*
+ * Whether a registered dimension can be loaded: it has a staging table
+ * and neither was dropped; else a NOTICE says why it is skipped.
+ */
+static bool
+loadable(const Scd2Target *t)
+{
+	if (!OidIsValid(t->stg_oid))
+	{
+		ereport(NOTICE,
+				(errmsg("scd2: %s has no registered staging table, skipped", t->dim_name),
+				 errhint("Register one with scd2.register(..., staging => ...), or load it with scd2.apply.")));
+		return false;
+	}
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->dim_oid)) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->stg_oid)))
+	{
+		ereport(NOTICE,
+				(errmsg("scd2: %s or its staging table %s was dropped, skipped",
+						t->dim_name, t->stg_name)));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The closing NOTICE, and when any dimension failed an error naming them,
+ * so the scheduled job's run is reported as failed.
+ */
+static void
+report_outcome(int loaded, int failed, int skipped, int ntargets, int first_errcode,
+			   const char *failures)
+{
+	ereport(NOTICE,
+			(errmsg("scd2.apply_all: %d loaded, %d failed, %d skipped of %d registered dimensions",
+					loaded, failed, skipped, ntargets)));
+	if (failed > 0)
+		ereport(ERROR,
+				(errcode(first_errcode),
+				 errmsg_plural("scd2.apply_all: %d of %d dimensions failed to load",
+							   "scd2.apply_all: %d of %d dimensions failed to load",
+							   failed, failed, ntargets),
+				 errdetail_internal("%s", failures),
+				 errhint("The error rows are in scd2.audit_log; the dimensions that loaded are committed.")));
+}
+
 Datum
 scd2_apply_all(PG_FUNCTION_ARGS)
 {
@@ -152,20 +198,8 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 		const Scd2Target *t = &targets[i];
 
 		CHECK_FOR_INTERRUPTS();
-		if (!OidIsValid(t->stg_oid))
+		if (!loadable(t))
 		{
-			ereport(NOTICE,
-					(errmsg("scd2: %s has no registered staging table, skipped", t->dim_name),
-					 errhint("Register one with scd2.register(..., staging => ...), or load it with scd2.apply.")));
-			skipped++;
-			continue;
-		}
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->dim_oid)) ||
-			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->stg_oid)))
-		{
-			ereport(NOTICE,
-					(errmsg("scd2: %s or its staging table %s was dropped, skipped",
-							t->dim_name, t->stg_name)));
 			skipped++;
 			continue;
 		}
@@ -197,17 +231,7 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 		MemoryContextReset(loadcxt);
 	}
 
-	ereport(NOTICE,
-			(errmsg("scd2.apply_all: %d loaded, %d failed, %d skipped of %d registered dimensions",
-					loaded, failed, skipped, ntargets)));
-	if (failed > 0)
-		ereport(ERROR,
-				(errcode(first_errcode),
-				 errmsg_plural("scd2.apply_all: %d of %d dimensions failed to load",
-							   "scd2.apply_all: %d of %d dimensions failed to load",
-							   failed, failed, ntargets),
-				 errdetail_internal("%s", failures.data),
-				 errhint("The error rows are in scd2.audit_log; the dimensions that loaded are committed.")));
+	report_outcome(loaded, failed, skipped, ntargets, first_errcode, failures.data);
 
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -200,6 +200,28 @@ scd2_changes(PG_FUNCTION_ARGS)
 }
 
 
+/* Delete the change log of the runs (an int8[]) and mark them pruned, as the extension owner. */
+static void
+prune_runs(Datum runs)
+{
+	Oid			rtypes[1] = {INT8ARRAYOID};
+	Datum		rvalues[1] = {runs};
+	Scd2SavedUser saved;
+	int			rc;
+	int			rc2;
+
+	scd2_become_extension_owner(&saved);
+	rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
+							   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+							   1, rtypes, rvalues, NULL, false, 0);
+	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
+								" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+								1, rtypes, rvalues, NULL, false, 0);
+	scd2_restore_user(&saved);
+	if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: pruning the change log failed");
+}
+
 /*
  * Delete the change log of the runs logged more than older_than ago, of
  * one dimension or of every dimension the caller owns (a superuser: every
@@ -217,7 +239,6 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	Datum		runs;
 	bool		isnull;
 	int64		npruned;
-	Scd2SavedUser saved;
 	int			rc;
 	int			pin;
 
@@ -270,22 +291,7 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	npruned = scd2_spi_int8(0, 2);
 
 	if (npruned > 0)
-	{
-		Oid			rtypes[1] = {INT8ARRAYOID};
-		Datum		rvalues[1] = {runs};
-		int			rc2;
-
-		scd2_become_extension_owner(&saved);
-		rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
-								   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-								   1, rtypes, rvalues, NULL, false, 0);
-		rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
-									" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-									1, rtypes, rvalues, NULL, false, 0);
-		scd2_restore_user(&saved);
-		if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
-			elog(ERROR, "scd2: pruning the change log failed");
-	}
+		prune_runs(runs);
 
 	scd2_unpin(pin);
 	SPI_finish();

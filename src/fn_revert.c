@@ -219,15 +219,9 @@ mark_reverted(int64 run_id, int64 revert_id)
 		elog(ERROR, "scd2: marking run %lld reverted failed", (long long) run_id);
 }
 
-Datum
-scd2_revert(PG_FUNCTION_ARGS)
+/* The dimension columns a run's change log names. */
+typedef struct RevertColumns
 {
-	TimestampTz started_at = GetCurrentTimestamp();
-	int64		run_id;
-	Run			run;
-	char	   *dim_name;
-	char	   *later;
-	Relation	rel;
 	Scd2LoggedColumn *keys;
 	Scd2LoggedColumn *book;		/* valid_from, valid_to */
 	Scd2LoggedColumn *cur;
@@ -238,12 +232,89 @@ scd2_revert(PG_FUNCTION_ARGS)
 	int			ncur;
 	int			nsk;
 	int			ntype1;
+} RevertColumns;
+
+static void
+read_columns(const Run *run, const char *dim_name, RevertColumns *c)
+{
+	Relation	rel = table_open(run->dim_oid, AccessShareLock);
+	int64		run_id = run->run_id;
+
+	c->keys = scd2_changelog_columns(rel, run->key_columns, run_id, dim_name, &c->nkeys);
+	c->book = scd2_changelog_columns(rel, run->bookkeeping, run_id, dim_name, &c->nbook);
+	c->cur = scd2_changelog_columns(rel, run->is_current, run_id, dim_name, &c->ncur);
+	c->sk = scd2_changelog_columns(rel, run->surrogate_key, run_id, dim_name, &c->nsk);
+	c->type1 = scd2_changelog_columns(rel, run->type1_columns, run_id, dim_name, &c->ntype1);
+	table_close(rel, NoLock);
+	for (int i = 0; i < c->nkeys; i++)
+		if (c->keys[i].eqop_sql == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("business key column \"%s\" of %s has type %s, which has no equality operator",
+							c->keys[i].name, dim_name, format_type_be(c->keys[i].typid))));
+}
+
+/* Step 4a: delete the versions the run inserted; returns how many. */
+static int64
+delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	int64		n;
+	Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[2] = {lg->ins_keys, lg->ins_vf};
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
+	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
+	appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
+					 c->nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", c->sk[0].ident) : "NULL::pg_catalog.int8");
+	n = exec_dml(run->dim_oid, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
+	require_count(n, lg->ninserted, "inserted", run->run_id, dim_name);
+	if (c->nsk > 0)
+		keep_surrogate_keys(run->run_id);
+	return n;
+}
+
+/* Step 4b: restore the rows the run updated; returns how many. */
+static int64
+restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	int64		n;
+	Oid			argtypes[5] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+	BOOLARRAYOID, JSONBARRAYOID};
+	Datum		values[5] = {lg->upd_keys, lg->upd_vf, lg->upd_vt, lg->upd_cur, lg->upd_type1};
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s t SET %s = %s", dim_name, c->book[1].ident,
+					 scd2_changelog_decode_sql(c->book[1].typid, "c.vt"));
+	if (c->ncur > 0)
+		appendStringInfo(&sql, ", %s = c.cur", c->cur[0].ident);
+	for (int i = 0; i < c->ntype1; i++)
+		appendStringInfo(&sql, ", %s = y.%s", c->type1[i].ident, c->type1[i].ident);
+	appendStringInfoString(&sql, " FROM");
+	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
+				  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
+				  c->type1, c->ntype1);
+	n = exec_dml(run->dim_oid, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
+	require_count(n, lg->nupdated, "updated", run->run_id, dim_name);
+	return n;
+}
+
+Datum
+scd2_revert(PG_FUNCTION_ARGS)
+{
+	TimestampTz started_at = GetCurrentTimestamp();
+	int64		run_id;
+	Run			run;
+	char	   *dim_name;
+	char	   *later;
+	RevertColumns cols;
 	Logged		lg;
 	int64		deleted = 0;
 	int64		restored = 0;
 	int64		revert_id;
 	Scd2Metrics none;
-	StringInfoData sql;
 	int			pin;
 
 	if (PG_ARGISNULL(0))
@@ -283,56 +354,12 @@ scd2_revert(PG_FUNCTION_ARGS)
 				 errhint("Revert the later runs first, newest first.")));
 
 	/* 4. */
-	rel = table_open(run.dim_oid, AccessShareLock);
-	keys = scd2_changelog_columns(rel, run.key_columns, run_id, dim_name, &nkeys);
-	book = scd2_changelog_columns(rel, run.bookkeeping, run_id, dim_name, &nbook);
-	cur = scd2_changelog_columns(rel, run.is_current, run_id, dim_name, &ncur);
-	sk = scd2_changelog_columns(rel, run.surrogate_key, run_id, dim_name, &nsk);
-	type1 = scd2_changelog_columns(rel, run.type1_columns, run_id, dim_name, &ntype1);
-	table_close(rel, NoLock);
-	for (int i = 0; i < nkeys; i++)
-		if (keys[i].eqop_sql == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("business key column \"%s\" of %s has type %s, which has no equality operator",
-							keys[i].name, dim_name, format_type_be(keys[i].typid))));
-
+	read_columns(&run, dim_name, &cols);
 	scd2_revert_read_change_log(run_id, &lg);
 	if (lg.ninserted > 0)
-	{
-		Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};
-		Datum		values[2] = {lg.ins_keys, lg.ins_vf};
-
-		initStringInfo(&sql);
-		appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
-		append_source(&sql, keys, nkeys, &book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
-		appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
-						 nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", sk[0].ident) : "NULL::pg_catalog.int8");
-		deleted = exec_dml(run.dim_oid, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
-		require_count(deleted, lg.ninserted, "inserted", run_id, dim_name);
-		if (nsk > 0)
-			keep_surrogate_keys(run_id);
-	}
+		deleted = delete_inserted(&run, dim_name, &cols, &lg);
 	if (lg.nupdated > 0)
-	{
-		Oid			argtypes[5] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
-		BOOLARRAYOID, JSONBARRAYOID};
-		Datum		values[5] = {lg.upd_keys, lg.upd_vf, lg.upd_vt, lg.upd_cur, lg.upd_type1};
-
-		initStringInfo(&sql);
-		appendStringInfo(&sql, "UPDATE %s t SET %s = %s", dim_name, book[1].ident,
-						 scd2_changelog_decode_sql(book[1].typid, "c.vt"));
-		if (ncur > 0)
-			appendStringInfo(&sql, ", %s = c.cur", cur[0].ident);
-		for (int i = 0; i < ntype1; i++)
-			appendStringInfo(&sql, ", %s = y.%s", type1[i].ident, type1[i].ident);
-		appendStringInfoString(&sql, " FROM");
-		append_source(&sql, keys, nkeys, &book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
-					  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
-					  type1, ntype1);
-		restored = exec_dml(run.dim_oid, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
-		require_count(restored, lg.nupdated, "updated", run_id, dim_name);
-	}
+		restored = restore_updated(&run, dim_name, &cols, &lg);
 
 	/* 5. */
 	memset(&none, 0, sizeof(none));

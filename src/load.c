@@ -217,6 +217,31 @@ scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req)
 	req->effective_at = PG_GETARG_TIMESTAMPTZ(2);
 }
 
+/* effective_at starts and ends versions: it must be a finite instant. */
+static void
+require_finite(TimestampTz effective_at)
+{
+	if (TIMESTAMP_NOT_FINITE(effective_at))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("effective_at must be a finite instant"),
+				 errdetail("effective_at is %s; it is the effective time of every staging row without an effective column, and of every snapshot deletion, and a version must start and end at finite instants.",
+						   timestamptz_to_str(effective_at)),
+				 errhint("Pass the instant the changes take effect, or leave effective_at out to load at now(); nothing was loaded.")));
+}
+
+/* A snapshot load from an empty staging table would close every key. */
+static void
+refuse_empty_snapshot(const Scd2Config *cfg)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snapshot load of dimension %s from an empty staging table refused", cfg->dim_name),
+			 errdetail("Staging table %s has no rows; in snapshot mode that means every key was deleted, and the load would close every current version.",
+					   cfg->stg_name),
+			 errhint("An empty extract is usually an upstream failure. If it really is empty, allow this load with SET LOCAL scd2.allow_empty_snapshot = on; nothing was loaded.")));
+}
+
 void
 scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 {
@@ -230,13 +255,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	bool		fed = false;	/* the MERGE returned the feed (17+) */
 
 	memset(m, 0, sizeof(*m));
-	if (TIMESTAMP_NOT_FINITE(req->effective_at))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("effective_at must be a finite instant"),
-				 errdetail("effective_at is %s; it is the effective time of every staging row without an effective column, and of every snapshot deletion, and a version must start and end at finite instants.",
-						   timestamptz_to_str(req->effective_at)),
-				 errhint("Pass the instant the changes take effect, or leave effective_at out to load at now(); nothing was loaded.")));
+	require_finite(req->effective_at);
 	scd2_check_relkind(req->dim_oid, true);
 	scd2_check_relkind(req->stg_oid, false);
 	/* the caller may do what the load does */
@@ -282,12 +301,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		scd2_check_before_current_valid_to(&st);
 
 	if (cfg->snapshot && m->source_rows == 0 && !scd2_allow_empty_snapshot)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snapshot load of dimension %s from an empty staging table refused", cfg->dim_name),
-				 errdetail("Staging table %s has no rows; in snapshot mode that means every key was deleted, and the load would close every current version.",
-						   cfg->stg_name),
-				 errhint("An empty extract is usually an upstream failure. If it really is empty, allow this load with SET LOCAL scd2.allow_empty_snapshot = on; nothing was loaded.")));
+		refuse_empty_snapshot(cfg);
 
 	/* 4. Classify: the fast path, then the general path for complex keys. */
 	scd2_classify(&st, several, &cc);

@@ -100,6 +100,7 @@ append_exclude_keys(StringInfo buf, const Scd2Config *cfg, const char *keys)
  * marker row; scd2_sql_move_complex() moves those keys to the general
  * path.  Unchanged rows produce nothing and are counted by difference.
  */
+/* (One statement, built in its SQL order: kept in one function on purpose.) */
 char *
 scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 				   bool exclude_keys)

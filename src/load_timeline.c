@@ -46,6 +46,7 @@
  * earliest staged instant on (read through the (key, valid_from) index, no
  * full history scan), and the gap starts after closed versions.
  */
+/* (One statement, built in its SQL order: kept in one function on purpose.) */
 char *
 scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 {

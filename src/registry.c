@@ -330,37 +330,18 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 
 
 /*
- * The registry row scd2.asof needs (business key, validity and surrogate
- * key column names), copied into cxt; relname names the dimension in the
- * errors.  The dimension must still have the shape it was registered
- * with.  The query is prepared once per backend (the plan cache
+ * scd2.asof's registry query, prepared once per backend (the plan cache
  * revalidates it), and again when the registry has gained its shape
  * columns since (ALTER EXTENSION scd2 UPDATE in this session).
  */
-void
-scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
-						Scd2AsofRegistration *out)
+static SPIPlanPtr
+asof_registry_plan(void)
 {
 	static SPIPlanPtr registry_plan = NULL;
 	static const char *registry_plan_shape = NULL;	/* its shape columns */
 	Oid			argtypes[1] = {REGCLASSOID};
-	Datum		values[1];
-	int			ret;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
-	Datum	   *names;
-	int			nnames;
-	const char *shape_sql;
-	MemoryContext oldcxt;
+	const char *shape_sql = scd2_registry_shape_sql();
 
-	values[0] = ObjectIdGetDatum(relid);
-	memset(out, 0, sizeof(*out));
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	shape_sql = scd2_registry_shape_sql();
 	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
 	{
 		SPI_freeplan(registry_plan);
@@ -383,7 +364,35 @@ scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
 		registry_plan = plan;
 		registry_plan_shape = shape_sql;
 	}
-	ret = SPI_execute_plan(registry_plan, values, NULL, true, 1);
+	return registry_plan;
+}
+
+/*
+ * The registry row scd2.asof needs (business key, validity and surrogate
+ * key column names), copied into cxt; relname names the dimension in the
+ * errors.  The dimension must still have the shape it was registered
+ * with.
+ */
+void
+scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+						Scd2AsofRegistration *out)
+{
+	Datum		values[1];
+	int			ret;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	Datum	   *names;
+	int			nnames;
+	MemoryContext oldcxt;
+
+	values[0] = ObjectIdGetDatum(relid);
+	memset(out, 0, sizeof(*out));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_plan(asof_registry_plan(), values, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
