@@ -18,9 +18,10 @@
  * Internal names.  Every column the generated SQL adds to a relation of its
  * own (the work tables, the normalised staging, the CTEs and subqueries)
  * is written in the templates (load_*.c, worktable.c) as "`_name" and
- * expands to the load's prefix followed by "_name" (cfg->px, "scd2" unless a user column starts
- * with "scd2_"; config.c picks one no column of the dimension or the
- * staging table starts with).  User columns keep their own names there, so
+ * expands to the load's prefix followed by "_name" (cfg->px, "scd2"
+ * unless a user column starts with "scd2_"; scd2_choose_internal_prefix
+ * below picks one no column of the dimension or the staging table starts
+ * with).  User columns keep their own names there, so
  * no legal column name can be ambiguous or duplicated.  Table aliases and
  * CTE names (s, s0, d, d2, h, c, c1, cls, v, x, m, mx, cs, km, rel, r, o,
  * k, e, kp, g, p, t, w) are only ever used as qualifiers, never as bare
