@@ -46,11 +46,13 @@ typedef struct Scd2ClassifyCounts
 /* load.c */
 extern char *scd2_load_context(const char *context, const char *line);
 extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
-extern void scd2_load_exec_probing(LoadState *st, double driving_rows, const char *sql, int expected, const char *what);
+extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
+								   const char *sql, int expected, const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
 
 /* load_access.c */
-extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run, Oid roleid, bool as_owner);
+extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
+								  Oid roleid, bool as_owner);
 extern void scd2_check_relkind(Oid relid, bool dimension);
 extern Oid scd2_relation_owner(Oid relid);
 extern void scd2_owner_context_enter(OwnerContext *oc, Oid owner);
@@ -79,7 +81,8 @@ extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
 extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 								bool exclude_keys);
 extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
-extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
+extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg,
+									   const char *keys);
 
 extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 
@@ -91,7 +94,8 @@ extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char 
 extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
 extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
 extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
-extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept, int64 *y_applied, int64 *complex_rows);
+extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
+									   int64 *y_applied, int64 *complex_rows);
 
 /* load_write.c */
 extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
@@ -100,8 +104,10 @@ extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
 extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
-extern bool scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store, TupleDesc desc);
+extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
+								 Tuplestorestate *store, TupleDesc desc);
 extern int64 scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m);
-extern void scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc);
+extern void scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store,
+						   TupleDesc desc);
 
 #endif							/* SCD2_LOAD_H */

@@ -286,13 +286,14 @@ store_feed(Tuplestorestate *store, TupleDesc desc)
  * Step 5: the one MERGE.  With a feed store on PostgreSQL 17+ the MERGE
  * returns the change feed as it writes (scd2_sql_merge_feed), which goes
  * into the store; returns whether it did.  Its errors, like every
- * statement's of the load, do not show the generated statement (load_exec).  A unique violation of the current-row
- * index when a BEFORE row trigger could have skipped the close of the old
+ * statement's of the load, do not show the generated statement
+ * (scd2_load_exec).  A unique violation of the current-row index when a BEFORE row trigger could have skipped the close of the old
  * current version, and a processed count other than the classified one,
  * name the triggers.
  */
 bool
-scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store, TupleDesc desc)
+scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
+					 TupleDesc desc)
 {
 	const Scd2Config *cfg = st->cfg;
 	bool		feed = SCD2_MERGE_RETURNING && store != NULL;
@@ -309,7 +310,8 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 	{
 		/* always nested loops: they keep the source's close-first order */
 		scd2_load_exec_probing(st, -1,
-						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE) : scd2_sql_merge(cfg, CHG_TABLE),
+						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE) : scd2_sql_merge(cfg,
+													 CHG_TABLE),
 						  feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
 		written = (int64) SPI_processed;
 	}
