@@ -287,8 +287,9 @@ store_feed(Tuplestorestate *store, TupleDesc desc)
  * returns the change feed as it writes (scd2_sql_merge_feed), which goes
  * into the store; returns whether it did.  Its errors, like every
  * statement's of the load, do not show the generated statement
- * (scd2_load_exec).  A unique violation of the current-row index when a BEFORE row trigger could have skipped the close of the old
- * current version, and a processed count other than the classified one,
+ * (scd2_load_exec).  A unique violation of the current-row index when a
+ * BEFORE row trigger could have skipped the close of the old current
+ * version, and a processed count other than the classified one,
  * name the triggers.
  */
 bool
