@@ -1,7 +1,7 @@
 -- Ordinary column names never break a load (issue 17, class 4).  The
 -- dimension below has a column named after every table alias, CTE name and
 -- window name of the generated SQL, and after the short name of every
--- internal column (the list of src/sqlgen.c, "Internal names"); its
+-- internal column (the list of src/sqlbuild.c, "Internal names"); its
 -- bookkeeping columns, business key, surrogate key, effective column and
 -- delete marker carry internal names too.  Columns starting with "scd2_"
 -- and "scd2_2_" push the internal prefix to "scd2_3".

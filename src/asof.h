@@ -1,11 +1,205 @@
 /*
- * asof.h -- scd2.asof(dimension, at, VARIADIC business_key): index-backed
- * as-of lookup of a dimension's surrogate key.
+ * asof.h -- what the files of scd2.asof share: the call site's cache and
+ * the bulk map's types.  asof.c is the entry point and decodes the
+ * arguments; asof_cache.c builds the cache (registry row, privileges,
+ * index choice), asof_keys.c its scan keys; asof_scan.c keeps the index
+ * scan open and reads its entries; asof_map.c builds and searches the
+ * bulk map.
  */
 #ifndef SCD2_ASOF_H
 #define SCD2_ASOF_H
 
-/* Defines the scd2.asof_* GUCs; called from the module's _PG_init. */
-extern void scd2_asof_init_gucs(void);
+#include "access/genam.h"
+#include "access/skey.h"
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/ilist.h"
+#include "storage/buf.h"
+#include "utils/relcache.h"
+#include "utils/resowner.h"
+#include "utils/snapshot.h"
+
+
+/* A smaller dimension switches earlier: after rows / 10 calls, at least this. */
+#define ASOF_BULK_MIN_CALLS 1000
+
+/* How one key argument becomes a scan key argument. */
+typedef enum KeyConv
+{
+	KEY_AS_IS,					/* same type, binary coercible, or cross-type op */
+	KEY_INPUT,					/* untyped literal: column type's input function */
+	KEY_CAST					/* implicit cast function to the column type */
+} KeyConv;
+
+typedef struct AsofKey
+{
+	char	   *colname;		/* dimension column */
+	AttrNumber	attnum;			/* its heap attribute number */
+	Oid			coltype;		/* its type */
+	int32		coltypmod;
+	Oid			colcollation;
+	Oid			argtype;		/* type of the argument given for it */
+	KeyConv		conv;
+	FmgrInfo	convfn;			/* KEY_INPUT / KEY_CAST */
+	Oid			convioparam;	/* KEY_INPUT */
+	int			convnargs;		/* KEY_CAST: 1, 2 or 3 */
+	Oid			argoutfn;		/* output function of argtype, for messages */
+	FmgrInfo	hash_col;		/* bulk mode: hash of a column value, and */
+	FmgrInfo	hash_arg;		/* the compatible hash of an argument value */
+} AsofKey;
+
+/*
+ * Bulk mode: the dimension's visible versions in memory, built by one ordered
+ * walk of the as-of index.  Per business key (a hash table of keys) the
+ * versions are contiguous in "versions", in ascending valid_from order; a
+ * key's versions end where the next key's start.
+ */
+typedef struct AsofVersion
+{
+	int64		vf;				/* valid_from (a date widened to int64) */
+	int64		vt;				/* valid_to; ASOF_VT_OPEN if NULL or infinity,
+								 * ASOF_VT_NEVER if the surrogate key is NULL */
+	int64		sk;
+} AsofVersion;
+
+#define ASOF_VT_OPEN	PG_INT64_MAX
+#define ASOF_VT_NEVER	PG_INT64_MIN
+
+typedef struct AsofMapKey
+{
+	uint32		hash;
+	uint32		first;			/* its first version */
+	Datum		values[FLEXIBLE_ARRAY_MEMBER];	/* the key, as in the index */
+} AsofMapKey;
+
+typedef struct AsofMap
+{
+	char	   *keys;			/* AsofMapKey entries, keysize bytes apart */
+	Size		keysize;
+	uint32		nkeys;
+	uint32		maxkeys;
+	AsofVersion *versions;
+	uint32		nversions;
+	uint32		maxversions;
+	uint32	   *buckets;		/* key index + 1, 0 = empty; linear probing */
+	uint32		mask;
+} AsofMap;
+
+#define MAP_KEY(m, i)	((AsofMapKey *) ((m)->keys + (Size) (i) * (m)->keysize))
+
+typedef enum AsofMapState
+{
+	MAP_NONE,					/* probing; not tried yet for this snapshot */
+	MAP_READY,					/* built: look up in memory */
+	MAP_FAILED					/* too large, or not possible: keep probing */
+} AsofMapState;
+
+/*
+ * Everything derived from the registry for one call site, valid for one
+ * dimension within one transaction and command.
+ */
+typedef struct AsofCache
+{
+	MemoryContext cxt;			/* owns this struct and what hangs off it */
+	MemoryContext callcxt;		/* reset at every call */
+
+	/* validity of the cache */
+	Oid			relid;
+	LocalTransactionId lxid;
+	CommandId	cid;
+
+	char	   *relname;		/* as regclass prints it */
+	Oid			indexid;
+
+	int			nkeys;
+	AsofKey    *keys;
+	bool		variadic_array; /* keys given as VARIADIC ARRAY[...] */
+	int16		elmlen;			/* element storage of that array */
+	bool		elmbyval;
+	char		elmalign;
+
+	AttrNumber	vf_attnum;
+	Oid			vftype;			/* valid_from / valid_to type */
+	AttrNumber	vt_attnum;		/* heap attribute numbers */
+	AttrNumber	sk_attnum;
+	Oid			sktype;
+	AttrNumber	vt_idxatt;		/* index attribute numbers, 0 if absent */
+	AttrNumber	sk_idxatt;
+	bool		index_only;		/* both returnable from the index */
+	ScanDirection direction;	/* latest valid_from first */
+
+	ScanKeyData scankeys[INDEX_MAX_KEYS];	/* only sk_argument changes */
+
+	/* bulk mode */
+	bool		bulk_ok;		/* every key column has compatible hash functions */
+	double		est_rows;		/* the dimension's estimated row count */
+	int64		bulk_trigger;	/* calls before building the map; 0 = never */
+
+	/*
+	 * The open scan, kept across calls (see asof_open).  Its relcache
+	 * references, buffer pins and tuple descriptor references belong to a
+	 * resource owner of its own.
+	 */
+	bool		open;
+	MemoryContext opencxt;		/* the scan's memory and the map's, while open */
+	MemoryContextCallback opencb;
+	ResourceOwner owner;
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	Snapshot	snapshot;		/* the scan's */
+	SnapshotData snap;			/* a copy of it when the scan was opened */
+	TupleTableSlot *slot;
+	Buffer		vmbuffer;
+	dlist_node	node;			/* in open_caches while open */
+	MemoryContextCallback cb;	/* closes it when the cache goes away */
+
+	/* calls under this snapshot, and the map built from it (in opencxt) */
+	int64		ncalls;
+	AsofMapState map_state;
+	AsofMap    *map;
+} AsofCache;
+
+/* One index entry, as scd2_asof_next_entry reads it. */
+typedef struct AsofEntry
+{
+	Datum		values[INDEX_MAX_KEYS]; /* business key (whole entries) */
+	bool		isnull[INDEX_MAX_KEYS];
+	Datum		vf,
+				vt,
+				sk;
+	bool		vfnull,
+				vtnull,
+				sknull;
+} AsofEntry;
+
+/* asof.c */
+extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
+
+/* asof_cache.c */
+extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid);
+
+/* asof_keys.c */
+extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);
+extern void scd2_asof_setup_valid_from_key(AsofCache *c, Relation index);
+
+/* asof_scan.c */
+extern bool scd2_asof_next_entry(AsofCache *c, IndexScanDesc scan, ScanDirection dir,
+								 bool whole, bool lock_page, AsofEntry *e);
+extern void scd2_asof_register_callbacks(void);
+extern int64 scd2_asof_sk_value(AsofCache *c, Datum d);
+extern void scd2_asof_open(AsofCache *c, Snapshot snapshot);
+extern void scd2_asof_close(AsofCache *c);
+extern void scd2_asof_xact_callback(XactEvent event, void *arg);
+extern void scd2_asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									   SubTransactionId parentSubid, void *arg);
+extern void scd2_prepare_btree_scan(IndexScanDesc scan);
+extern void scd2_asof_cache_reset(void *arg);
+extern bool scd2_asof_probe(AsofCache *c, Datum atv, int64 *sk);
+
+/* asof_map.c */
+extern void scd2_asof_build_map(AsofCache *c);
+extern bool scd2_asof_map_lookup(AsofCache *c, Datum atv, int64 *sk);
 
 #endif							/* SCD2_ASOF_H */

@@ -23,8 +23,7 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	Oid			argtypes[18];
 	Datum		values[18];
 	char		nulls[18];
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc;
 	int64		run_id;
 	char	   *username = GetUserNameFromId(GetUserId(), false);
@@ -58,8 +57,7 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 		nulls[15] = 'n';
 
 	pin = scd2_pin_search_path();
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	rc = SPI_execute_with_args(reserved == 0 ?
 		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
 		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
@@ -73,7 +71,7 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 		" VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp(), $6, $7, $8, $9, $10, $11,"
 		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16, $17) RETURNING run_id",
 		i, argtypes, values, nulls, false, 1);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	scd2_unpin(pin);
 	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "scd2: writing the audit row failed: %s", SPI_result_code_string(rc));

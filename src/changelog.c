@@ -1,7 +1,7 @@
 /*
  * changelog.c -- the change log: what each load changed, kept so that the
- * load can be reverted (revert.c) and its change feed read again
- * (changes.c).
+ * load can be reverted (fn_revert.c) and its change feed read again
+ * (fn_changes.c).
  *
  * A load that writes (not a dry run) records, in its own transaction and
  * with one INSERT ... SELECT just before its MERGE:
@@ -46,8 +46,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-/* scd2.change_log: record what loads change (default on). */
-static bool scd2_change_log_enabled = true;
+#include "sqlbuild.h"		/* X(): the change table's internal column names */
 
 /*
  * The run id reserved by the load running now, claimed by its audit row.
@@ -77,19 +76,6 @@ scd2_pin_text_forms(void)
 	scd2_set_local("lc_monetary", "C");
 }
 
-void
-scd2_changelog_init_gucs(void)
-{
-	DefineCustomBoolVariable("scd2.change_log",
-							 "Records the before-images of what each load changes, so the load can be reverted.",
-							 "With off, loads run a little faster but cannot be reverted with scd2.revert.",
-							 &scd2_change_log_enabled,
-							 true,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-}
-
 /*
  * A validity value as the change log stores it (timestamptz): a
  * timestamptz as is, a timestamp or a date as that instant in UTC, so the
@@ -114,45 +100,6 @@ scd2_changelog_decode_sql(Oid typid, const char *expr)
 	if (typid == DATEOID)
 		return psprintf("CAST(pg_catalog.timezone('UTC'::pg_catalog.text, %s) AS pg_catalog.date)", expr);
 	return pstrdup(expr);
-}
-
-/* OPERATOR(schema.=) for an operator OID. */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *out;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	out = psprintf("OPERATOR(%s.%s)",
-				   quote_identifier(get_namespace_name(op->oprnamespace)),
-				   NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return out;
-}
-
-/* " COLLATE schema.name" of a collatable column, else "". */
-static char *
-collate_sql(Oid collid)
-{
-	HeapTuple	tup;
-	Form_pg_collation coll;
-	char	   *out;
-
-	if (!OidIsValid(collid))
-		return "";
-	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for collation %u", collid);
-	coll = (Form_pg_collation) GETSTRUCT(tup);
-	out = psprintf(" COLLATE %s",
-				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
-											  NameStr(coll->collname)));
-	ReleaseSysCache(tup);
-	return out;
 }
 
 /*
@@ -194,9 +141,9 @@ scd2_changelog_columns(Relation rel, Datum names, int64 run_id, const char *dim_
 		cols[i].def = psprintf("%s %s%s", cols[i].ident,
 							   format_type_extended(att->atttypid, att->atttypmod,
 													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
-							   collate_sql(att->attcollation));
+							   scd2_collate_sql(att->attcollation));
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
-		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
 	}
 	return cols;
 }
@@ -213,11 +160,9 @@ static void
 exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			  Snapshot snap, int expected, const char *what)
 {
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	if (snap != NULL)
 	{
 		int			nest = NewGUCNestLevel();
@@ -242,7 +187,7 @@ exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 		if (rc != expected)
 			elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
 	}
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 }
 
 /*
@@ -267,9 +212,6 @@ change_log_installed(void)
  * surrogate key does not exist yet: scd2.changes reads it back).  Returns
  * the reserved run id (0: no change log installed).
  */
-/* internal column names of the change table, as sqlgen.c writes them */
-#define X(tmpl) scd2_expand_names(cfg, tmpl)
-
 int64
 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 {
@@ -292,7 +234,7 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 	/* the header: the registration's columns as this load used them */
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
-	values[2] = BoolGetDatum(scd2_change_log_enabled);
+	values[2] = BoolGetDatum(scd2_change_log);
 	exec_as_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
 				  " type1_columns, current_valid_to, logged)"
@@ -303,7 +245,7 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 	if (SPI_processed != 1)
 		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 
-	if (scd2_change_log_enabled)
+	if (scd2_change_log)
 	{
 		initStringInfo(&keys);
 		for (int i = 0; i < cfg->nkeys; i++)

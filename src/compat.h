@@ -57,4 +57,20 @@
  */
 #define SCD2_MERGE_RETURNING (PG_VERSION_NUM >= 170000)
 
+/* The backend's local transaction id moved into MyProc->vxid in 17. */
+#if PG_VERSION_NUM >= 170000
+#define SCD2_MY_LXID	(MyProc->vxid.lxid)
+#else
+#define SCD2_MY_LXID	(MyProc->lxid)
+#endif
+
+/* index_beginscan took the instrumentation argument in 18. */
+#if PG_VERSION_NUM >= 180000
+#define scd2_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), NULL, (nkeys), (norderbys))
+#else
+#define scd2_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), (nkeys), (norderbys))
+#endif
+
 #endif							/* SCD2_COMPAT_H */

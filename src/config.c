@@ -1,7 +1,7 @@
 /*
  * config.c -- a registered dimension, resolved against a staging table.
  *
- * Reads the registry row of the dimension, finds every column it names in
+ * Takes the registry row of the dimension (registry.c), finds every column it names in
  * the dimension and in the staging table, checks types, and derives the
  * tracked / Type 1 / other column lists.  Every problem a user can cause is
  * reported here, before anything is written, with the column at fault.
@@ -23,145 +23,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-/* The registry row, as text. */
-typedef struct Registration
-{
-	List	   *business_key;
-	List	   *tracked;		/* NIL with tracked_all */
-	bool		tracked_all;
-	List	   *type1;
-	char	   *effective_column;
-	char	   *delete_column;
-	char	   *mode;
-	char	   *valid_from;
-	char	   *valid_to;
-	char	   *is_current;
-	char	   *surrogate_key;
-	char	   *current_valid_to;
-	bool		has_shape;
-	Datum		shape_columns;	/* text[], oid[], int4[] */
-	Datum		shape_types;
-	Datum		shape_typmods;
-	char	   *detect;
-} Registration;
-
-/* "schema"."table", quoted as needed. */
-static char *
-qualified_name(Oid relid)
-{
-	char	   *rel = get_rel_name(relid);
-	char	   *nsp;
-
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	nsp = get_namespace_name(get_rel_namespace(relid));
-	return quote_qualified_identifier(nsp, rel);
-}
-
-/*
- * The name in messages and the audit log: always schema-qualified, so a
- * row of the log names one table whatever the reader's search_path.
- */
-char *
-scd2_relation_display_name(Oid relid)
-{
-	return qualified_name(relid);
-}
-
-static List *
-text_array_to_list(Datum arr)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-	List	   *out = NIL;
-
-	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
-					  TYPALIGN_INT, &elems, &nulls, &n);
-	for (int i = 0; i < n; i++)
-		if (!nulls[i])
-			out = lappend(out, TextDatumGetCString(elems[i]));
-	return out;
-}
-
-static char *
-spi_text_or_null(HeapTuple tup, TupleDesc desc, int col)
-{
-	return SPI_getvalue(tup, desc, col);
-}
-
-/* Read the registry row of a dimension, or report it is not registered. */
-static Registration *
-read_registration(Oid dim_oid, const char *dim_name)
-{
-	Registration *reg = palloc0(sizeof(Registration));
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
-	int			rc;
-
-	/*
-	 * detect (0.3) is read through to_jsonb: a registry of an older
-	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
-	 * and loads with value detection.
-	 */
-	rc = SPI_execute_with_args(
-		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
-				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
-				 "       valid_from_column, valid_to_column, is_current_column,"
-				 "       surrogate_key_column, current_valid_to, %s,"
-				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values')"
-				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-				 scd2_registry_shape_sql()),
-		1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the registry failed: %s",
-			 SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not a registered scd2 dimension", dim_name),
-				 errhint("Register it first, e.g. SELECT scd2.register('%s', ARRAY['business_key_column']).",
-						 dim_name)));
-
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	reg->business_key = text_array_to_list(SPI_getbinval(tup, desc, 1, &isnull));
-	d = SPI_getbinval(tup, desc, 2, &isnull);
-	reg->tracked_all = isnull;
-	if (!isnull)
-		reg->tracked = text_array_to_list(d);
-	d = SPI_getbinval(tup, desc, 3, &isnull);
-	if (!isnull)
-		reg->type1 = text_array_to_list(d);
-	reg->effective_column = spi_text_or_null(tup, desc, 4);
-	reg->delete_column = spi_text_or_null(tup, desc, 5);
-	reg->mode = spi_text_or_null(tup, desc, 6);
-	reg->valid_from = spi_text_or_null(tup, desc, 7);
-	reg->valid_to = spi_text_or_null(tup, desc, 8);
-	reg->is_current = spi_text_or_null(tup, desc, 9);
-	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
-	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
-	reg->shape_columns = SPI_getbinval(tup, desc, 12, &isnull);
-	reg->has_shape = !isnull;
-	if (reg->has_shape)
-	{
-		bool		n2,
-					n3;
-
-		reg->shape_columns = SPI_datumTransfer(reg->shape_columns, false, -1);
-		reg->shape_types = SPI_datumTransfer(SPI_getbinval(tup, desc, 13, &n2), false, -1);
-		reg->shape_typmods = SPI_datumTransfer(SPI_getbinval(tup, desc, 14, &n3), false, -1);
-		reg->has_shape = !n2 && !n3;
-	}
-	reg->detect = spi_text_or_null(tup, desc, 15);
-	return reg;
-}
+#include "sqlbuild.h"
 
 static Form_pg_attribute
 find_attribute(TupleDesc desc, const char *name)
@@ -187,45 +49,6 @@ name_in_list(List *names, const char *name)
 	return false;
 }
 
-/* OPERATOR(schema.=) for an operator OID. */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *out;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	out = psprintf("OPERATOR(%s.%s)",
-				   quote_identifier(get_namespace_name(op->oprnamespace)),
-				   NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return out;
-}
-
-/* " COLLATE schema.name" when a column's collation is not its type's. */
-static char *
-collate_sql(Oid collid, Oid typid)
-{
-	HeapTuple	tup;
-	Form_pg_collation coll;
-	char	   *out;
-
-	if (!OidIsValid(collid) || collid == get_typcollation(typid))
-		return "";
-	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for collation %u", collid);
-	coll = (Form_pg_collation) GETSTRUCT(tup);
-	out = psprintf(" COLLATE %s",
-				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
-											  NameStr(coll->collname)));
-	ReleaseSysCache(tup);
-	return out;
-}
-
 /* Describe a dimension column for SQL generation. */
 static void
 describe_column(Scd2Column *col, Form_pg_attribute att)
@@ -240,50 +63,16 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->type_sql = format_type_extended(att->atttypid, att->atttypmod,
 										 FORMAT_TYPE_TYPEMOD_GIVEN |
 										 FORMAT_TYPE_FORCE_QUALIFY);
-	col->collate_sql = collate_sql(att->attcollation, att->atttypid);
+	/* " COLLATE x" only when the column's collation is not its type's */
+	col->collate_sql = (!OidIsValid(att->attcollation) ||
+						 att->attcollation == get_typcollation(att->atttypid)) ?
+		"" : scd2_collate_sql(att->attcollation);
 	tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR);
 	col->eqop = tc->eq_opr;
-	col->eqop_sql = OidIsValid(tc->eq_opr) ? operator_sql(tc->eq_opr) : NULL;
+	col->eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
 	col->builtin_eq = col->eqop_sql != NULL &&
 		strncmp(col->eqop_sql, "OPERATOR(pg_catalog.", 20) == 0;
 	col->sortable = OidIsValid(tc->lt_opr);
-}
-
-/* Whether some column of the relation starts with prefix. */
-static bool
-has_column_prefixed(TupleDesc desc, const char *prefix)
-{
-	size_t		len = strlen(prefix);
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strncmp(NameStr(att->attname), prefix, len) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * The prefix of the generated SQL's internal column names (sqlgen.c):
- * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
- * staging table starts with that prefix and "_" -- so an internal name
- * never equals a user column's, whatever the user named them.
- */
-static char *
-choose_internal_prefix(TupleDesc dim, TupleDesc stg)
-{
-	char	   *px = "scd2";
-
-	for (int n = 2;; n++)
-	{
-		char	   *probe = psprintf("%s_", px);
-
-		if (!has_column_prefixed(dim, probe) && !has_column_prefixed(stg, probe))
-			return px;
-		px = psprintf("scd2_%d", n);
-	}
 }
 
 /* A column registered for the dimension must still be in it. */
@@ -316,7 +105,7 @@ round_trip_eqop(Oid srctype, Oid dsttype)
 	if (!OidIsValid(tc->eq_opr) ||
 		!can_coerce_type(1, &dsttype, &srctype, COERCION_EXPLICIT))
 		return NULL;
-	return operator_sql(tc->eq_opr);
+	return scd2_operator_sql(tc->eq_opr);
 }
 
 /*
@@ -408,22 +197,6 @@ describe_list(List *names, TupleDesc dim, const char *role, const char *dim_name
 }
 
 /*
- * The registry's shape columns for a SELECT list, or NULLs when the
- * installed extension's registry predates them (0.1 and 0.2: the library
- * is updated before ALTER EXTENSION scd2 UPDATE runs).
- */
-const char *
-scd2_registry_shape_sql(void)
-{
-	Oid			nsp = get_namespace_oid("scd2", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("dimensions", nsp) : InvalidOid;
-
-	if (OidIsValid(relid) && get_attnum(relid, "shape_columns") != InvalidAttrNumber)
-		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
-	return "NULL::pg_catalog.text[], NULL::pg_catalog.oid[], NULL::pg_catalog.int4[]";
-}
-
-/*
  * The registered shape (scd2.dimensions.shape_*: the business key,
  * validity, is_current and surrogate key columns with the types they had
  * when the dimension was registered) must still be the dimension's: a
@@ -491,49 +264,14 @@ scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 }
 
 /*
- * Resolve a registered dimension against a staging table for one load.
- * The caller holds a lock on the dimension.
+ * The bookkeeping columns (validity, is_current, surrogate key) and the
+ * load's conventions; returns the names no payload column may have.
  */
-Scd2Config *
-scd2_load_config(Oid dim_oid, Oid stg_oid)
+static List *
+resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
 {
-	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
-	Registration *reg;
-	Relation	dimrel;
-	Relation	stgrel;
-	TupleDesc	dim;
-	TupleDesc	stg;
 	List	   *excluded;
-	List	   *tracked;
-	List	   *other = NIL;
 
-	cfg->dim_oid = dim_oid;
-	cfg->stg_oid = stg_oid;
-	cfg->dim_name = scd2_relation_display_name(dim_oid);
-	cfg->stg_name = scd2_relation_display_name(stg_oid);
-	cfg->dim_sql = qualified_name(dim_oid);
-	cfg->stg_sql = qualified_name(stg_oid);
-
-	reg = read_registration(dim_oid, cfg->dim_name);
-
-	if (stg_oid == dim_oid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("staging table cannot be the dimension itself"),
-				 errdetail("Both arguments name %s.", cfg->dim_name),
-				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
-
-	if (reg->has_shape)
-		scd2_check_registered_shape(dim_oid, cfg->dim_name, reg->shape_columns,
-									reg->shape_types, reg->shape_typmods);
-
-	dimrel = table_open(dim_oid, AccessShareLock);
-	stgrel = table_open(stg_oid, AccessShareLock);
-	dim = RelationGetDescr(dimrel);
-	stg = RelationGetDescr(stgrel);
-	cfg->px = choose_internal_prefix(dim, stg);
-
-	/* Bookkeeping columns. */
 	describe_column(&cfg->vf, require_dimension_column(dim, reg->valid_from, "valid_from_column", cfg->dim_name));
 	describe_column(&cfg->vt, require_dimension_column(dim, reg->valid_to, "valid_to_column", cfg->dim_name));
 	excluded = list_make2(reg->valid_from, reg->valid_to);
@@ -557,7 +295,13 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
 	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
 
-	/* Business key: must be comparable with = and indexable. */
+	return excluded;
+}
+
+/* Business key: must be comparable with = and indexable. */
+static void
+resolve_keys(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg)
+{
 	cfg->keys = describe_list(reg->business_key, dim, "a business key column", cfg->dim_name, &cfg->nkeys);
 	for (int i = 0; i < cfg->nkeys; i++)
 	{
@@ -569,64 +313,81 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 					 errhint("Use a business key of a type that can be indexed with btree.")));
 		require_staging_column(stg, &cfg->keys[i], "a business key column", cfg);
 	}
-	excluded = list_concat(excluded, reg->business_key);
+}
 
-	/* Load metadata in staging. */
-	if (reg->effective_column)
+/* The staging table's effective column: its type, and whether it converts exactly. */
+static void
+resolve_effective(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
+{
+	Form_pg_attribute att = find_attribute(stg, reg->effective_column);
+	Oid			srctype;
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->effective_column),
+				 errdetail("Column \"%s\" is the registered effective_column of dimension %s.",
+						   reg->effective_column, cfg->dim_name),
+				 errhint("Add the column to the staging table, or register the dimension again with another effective_column.")));
+	srctype = att->atttypid;
+	if (srctype != cfg->vf.typid &&
+		!can_coerce_type(1, &srctype, &cfg->vf.typid, COERCION_ASSIGNMENT))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("effective column \"%s\" of staging table %s has type %s, which cannot be assigned to %s",
+						reg->effective_column, cfg->stg_name, format_type_be(srctype),
+						format_type_be(cfg->vf.typid)),
+				 errhint("Give the effective column the type of the dimension's valid_from column.")));
+	cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
+	cfg->eff_name = reg->effective_column;
+	/* converted exactly, or checked before the load (load_convert.c) */
+	if (srctype != cfg->vf.typid ||
+		(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
 	{
-		Form_pg_attribute att = find_attribute(stg, reg->effective_column);
-		Oid			srctype;
-
-		if (att == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->effective_column),
-					 errdetail("Column \"%s\" is the registered effective_column of dimension %s.",
-							   reg->effective_column, cfg->dim_name),
-					 errhint("Add the column to the staging table, or register the dimension again with another effective_column.")));
-		srctype = att->atttypid;
-		if (srctype != cfg->vf.typid &&
-			!can_coerce_type(1, &srctype, &cfg->vf.typid, COERCION_ASSIGNMENT))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("effective column \"%s\" of staging table %s has type %s, which cannot be assigned to %s",
-							reg->effective_column, cfg->stg_name, format_type_be(srctype),
-							format_type_be(cfg->vf.typid)),
-					 errhint("Give the effective column the type of the dimension's valid_from column.")));
-		cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
-		cfg->eff_name = reg->effective_column;
-		/* converted exactly, or checked before the load (load.c) */
-		if (srctype != cfg->vf.typid ||
-			(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
-		{
-			cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
-													 FORMAT_TYPE_TYPEMOD_GIVEN |
-													 FORMAT_TYPE_FORCE_QUALIFY);
-			cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
-			cfg->eff_cmp_type_sql = cfg->eff_type_sql;
-			cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
-			cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
-		}
+		cfg->eff_type_sql = format_type_extended(srctype, att->atttypmod,
+												 FORMAT_TYPE_TYPEMOD_GIVEN |
+												 FORMAT_TYPE_FORCE_QUALIFY);
+		cfg->eff_eqop_sql = round_trip_eqop(srctype, cfg->vf.typid);
+		cfg->eff_cmp_type_sql = cfg->eff_type_sql;
+		cfg->eff_type_name = format_type_with_typemod(srctype, att->atttypmod);
+		cfg->vf_type_name = format_type_with_typemod(cfg->vf.typid, cfg->vf.typmod);
 	}
-	if (reg->delete_column)
-	{
-		Form_pg_attribute att = find_attribute(stg, reg->delete_column);
+}
 
-		if (att == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->delete_column),
-					 errdetail("Column \"%s\" is the registered delete_column of dimension %s.",
-							   reg->delete_column, cfg->dim_name),
-					 errhint("Add a boolean column to the staging table, or register the dimension again without delete_column.")));
-		if (att->atttypid != BOOLOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("delete column \"%s\" of staging table %s has type %s, not boolean",
-							reg->delete_column, cfg->stg_name, format_type_be(att->atttypid)),
-					 errhint("Make the delete marker a boolean column: true deletes the key.")));
-		cfg->del_col = pstrdup(quote_identifier(reg->delete_column));
-	}
+/* The staging table's delete marker: a boolean column. */
+static void
+resolve_delete(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
+{
+	Form_pg_attribute att = find_attribute(stg, reg->delete_column);
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->delete_column),
+				 errdetail("Column \"%s\" is the registered delete_column of dimension %s.",
+						   reg->delete_column, cfg->dim_name),
+				 errhint("Add a boolean column to the staging table, or register the dimension again without delete_column.")));
+	if (att->atttypid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("delete column \"%s\" of staging table %s has type %s, not boolean",
+						reg->delete_column, cfg->stg_name, format_type_be(att->atttypid)),
+				 errhint("Make the delete marker a boolean column: true deletes the key.")));
+	cfg->del_col = pstrdup(quote_identifier(reg->delete_column));
+}
+
+/*
+ * The payload: Type 1 columns as registered; tracked columns as
+ * registered, or every column the staging table shares with the dimension
+ * that is not a key, bookkeeping or Type 1 column; the remaining shared
+ * columns are copied into new versions.
+ */
+static void
+resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
+				List *excluded)
+{
+	List	   *tracked;
+	List	   *other = NIL;
 
 	/* Type 1 columns. */
 	cfg->type1 = describe_list(reg->type1, dim, "a Type 1 column", cfg->dim_name, &cfg->ntype1);
@@ -672,6 +433,57 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->other = describe_list(other, dim, "a copied column", cfg->dim_name, &cfg->nother);
 	for (int i = 0; i < cfg->nother; i++)
 		require_staging_column(stg, &cfg->other[i], "a copied column", cfg);
+}
+
+/*
+ * Resolve a registered dimension against a staging table for one load.
+ * The caller holds a lock on the dimension.
+ */
+Scd2Config *
+scd2_load_config(Oid dim_oid, Oid stg_oid)
+{
+	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
+	Scd2Registration *reg;
+	Relation	dimrel;
+	Relation	stgrel;
+	TupleDesc	dim;
+	TupleDesc	stg;
+	List	   *excluded;
+
+	cfg->dim_oid = dim_oid;
+	cfg->stg_oid = stg_oid;
+	cfg->dim_name = scd2_relation_display_name(dim_oid);
+	cfg->stg_name = scd2_relation_display_name(stg_oid);
+	cfg->dim_sql = scd2_relation_display_name(dim_oid);
+	cfg->stg_sql = scd2_relation_display_name(stg_oid);
+
+	reg = scd2_registry_read(dim_oid, cfg->dim_name);
+
+	if (stg_oid == dim_oid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("staging table cannot be the dimension itself"),
+				 errdetail("Both arguments name %s.", cfg->dim_name),
+				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
+
+	if (reg->has_shape)
+		scd2_check_registered_shape(dim_oid, cfg->dim_name, reg->shape_columns,
+									reg->shape_types, reg->shape_typmods);
+
+	dimrel = table_open(dim_oid, AccessShareLock);
+	stgrel = table_open(stg_oid, AccessShareLock);
+	dim = RelationGetDescr(dimrel);
+	stg = RelationGetDescr(stgrel);
+	cfg->px = scd2_choose_internal_prefix(dim, stg);
+
+	excluded = resolve_bookkeeping(cfg, reg, dim);
+	resolve_keys(cfg, reg, dim, stg);
+	excluded = list_concat(excluded, reg->business_key);
+	if (reg->effective_column)
+		resolve_effective(cfg, reg, stg);
+	if (reg->delete_column)
+		resolve_delete(cfg, reg, stg);
+	resolve_payload(cfg, reg, dim, stg, excluded);
 
 	table_close(stgrel, NoLock);
 	table_close(dimrel, NoLock);

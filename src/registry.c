@@ -1,5 +1,10 @@
 /*
- * registry.c -- writes to scd2.dimensions.
+ * registry.c -- every read and write of scd2.dimensions.
+ *
+ * Reads: the registration a load resolves (config.c), the columns
+ * scd2.asof needs (asof_cache.c), the dimensions scd2.apply_all loads.
+ * Writes: the SQL-callable helpers of scd2.register and scd2.unregister
+ * below.
  *
  * scd2.register() (SQL) validates a dimension and creates its indexes as
  * the caller, who must own the dimension; the registry row itself is
@@ -16,12 +21,15 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 PG_FUNCTION_INFO_V1(scd2_registry_store_more);
-PG_FUNCTION_INFO_V1(scd2_choose_index_name);
 
 static void
 require_owner(Oid relid)
@@ -38,15 +46,13 @@ static int
 exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			  const char *nulls)
 {
-	Oid			save_userid;
-	int			save_sec;
+	Scd2SavedUser saved;
 	int			rc;
 	int			pin = scd2_pin_search_path();
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	scd2_become_extension_owner(&saved);
 	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	scd2_unpin(pin);
 	return rc;
 }
@@ -211,24 +217,273 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * A name for a new index of a dimension: the table's name and the label,
- * cut to fit NAMEDATALEN (at a character boundary) and numbered when
- * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
- * uses it.
- */
-Datum
-scd2_choose_index_name(PG_FUNCTION_ARGS)
-{
-	Oid			dim = PG_GETARG_OID(0);
-	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *relname = get_rel_name(dim);
-	char	   *name;
+/* ---------- reads ---------- */
 
-	if (relname == NULL)
+/*
+ * The registry's shape columns for a SELECT list, or NULLs when the
+ * installed extension's registry predates them (0.1 and 0.2: the library
+ * is updated before ALTER EXTENSION scd2 UPDATE runs).
+ */
+const char *
+scd2_registry_shape_sql(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("dimensions", nsp) : InvalidOid;
+
+	if (OidIsValid(relid) && get_attnum(relid, "shape_columns") != InvalidAttrNumber)
+		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
+	return "NULL::pg_catalog.text[], NULL::pg_catalog.oid[], NULL::pg_catalog.int4[]";
+}
+
+static List *
+text_array_to_list(Datum arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *out = NIL;
+
+	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
+					  TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			out = lappend(out, TextDatumGetCString(elems[i]));
+	return out;
+}
+
+static char *
+spi_text_or_null(HeapTuple tup, TupleDesc desc, int col)
+{
+	return SPI_getvalue(tup, desc, col);
+}
+
+/* Read the registry row of a dimension, or report it is not registered. */
+Scd2Registration *
+scd2_registry_read(Oid dim_oid, const char *dim_name)
+{
+	Scd2Registration *reg = palloc0(sizeof(Scd2Registration));
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	/*
+	 * detect (0.3) is read through to_jsonb: a registry of an older
+	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
+	 * and loads with value detection.
+	 */
+	rc = SPI_execute_with_args(
+		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
+				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
+				 "       valid_from_column, valid_to_column, is_current_column,"
+				 "       surrogate_key_column, current_valid_to, %s,"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values')"
+				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+				 scd2_registry_shape_sql()),
+		1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the registry failed: %s",
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", dim)));
-	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
-	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table %s is not a registered scd2 dimension", dim_name),
+				 errhint("Register it first, e.g. SELECT scd2.register('%s', ARRAY['business_key_column']).",
+						 dim_name)));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	reg->business_key = text_array_to_list(SPI_getbinval(tup, desc, 1, &isnull));
+	d = SPI_getbinval(tup, desc, 2, &isnull);
+	reg->tracked_all = isnull;
+	if (!isnull)
+		reg->tracked = text_array_to_list(d);
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	if (!isnull)
+		reg->type1 = text_array_to_list(d);
+	reg->effective_column = spi_text_or_null(tup, desc, 4);
+	reg->delete_column = spi_text_or_null(tup, desc, 5);
+	reg->mode = spi_text_or_null(tup, desc, 6);
+	reg->valid_from = spi_text_or_null(tup, desc, 7);
+	reg->valid_to = spi_text_or_null(tup, desc, 8);
+	reg->is_current = spi_text_or_null(tup, desc, 9);
+	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
+	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
+	reg->shape_columns = SPI_getbinval(tup, desc, 12, &isnull);
+	reg->has_shape = !isnull;
+	if (reg->has_shape)
+	{
+		bool		n2,
+					n3;
+
+		reg->shape_columns = SPI_datumTransfer(reg->shape_columns, false, -1);
+		reg->shape_types = SPI_datumTransfer(SPI_getbinval(tup, desc, 13, &n2), false, -1);
+		reg->shape_typmods = SPI_datumTransfer(SPI_getbinval(tup, desc, 14, &n3), false, -1);
+		reg->has_shape = !n2 && !n3;
+	}
+	reg->detect = spi_text_or_null(tup, desc, 15);
+	return reg;
+}
+
+
+/*
+ * scd2.asof's registry query, prepared once per backend (the plan cache
+ * revalidates it), and again when the registry has gained its shape
+ * columns since (ALTER EXTENSION scd2 UPDATE in this session).
+ */
+static SPIPlanPtr
+asof_registry_plan(void)
+{
+	static SPIPlanPtr registry_plan = NULL;
+	static const char *registry_plan_shape = NULL;	/* its shape columns */
+	Oid			argtypes[1] = {REGCLASSOID};
+	const char *shape_sql = scd2_registry_shape_sql();
+
+	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
+	{
+		SPI_freeplan(registry_plan);
+		registry_plan = NULL;
+	}
+	if (registry_plan == NULL)
+	{
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare(psprintf("SELECT business_key, valid_from_column, valid_to_column,"
+									" surrogate_key_column, %s"
+									" FROM scd2.dimensions"
+									" WHERE dimension OPERATOR(pg_catalog.=) $1",
+									shape_sql),
+						   1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		registry_plan = plan;
+		registry_plan_shape = shape_sql;
+	}
+	return registry_plan;
+}
+
+/*
+ * The registry row scd2.asof needs (business key, validity and surrogate
+ * key column names), copied into cxt; relname names the dimension in the
+ * errors.  The dimension must still have the shape it was registered
+ * with.
+ */
+void
+scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+						Scd2AsofRegistration *out)
+{
+	Datum		values[1];
+	int			ret;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	Datum	   *names;
+	int			nnames;
+	MemoryContext oldcxt;
+
+	values[0] = ObjectIdGetDatum(relid);
+	memset(out, 0, sizeof(*out));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_plan(asof_registry_plan(), values, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not a registered scd2 dimension", relname),
+				 errhint("Register it with scd2.register(...).")));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	/* the dimension must still have the shape it was registered with */
+	{
+		bool		n1,
+					n2,
+					n3;
+		Datum		cols = SPI_getbinval(tup, desc, 5, &n1);
+		Datum		types = SPI_getbinval(tup, desc, 6, &n2);
+		Datum		typmods = SPI_getbinval(tup, desc, 7, &n3);
+
+		if (!n1 && !n2 && !n3)
+			scd2_check_registered_shape(relid, relname, cols, types, typmods);
+	}
+
+	/* copy what the caller keeps into cxt */
+	oldcxt = MemoryContextSwitchTo(cxt);
+
+	d = SPI_getbinval(tup, desc, 1, &isnull);
+	Assert(!isnull);
+	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &names, NULL, &nnames);
+	if (nnames < 1 || nnames >= INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dimension \"%s\" has an invalid business key in scd2.dimensions", relname),
+				 errhint("Run scd2.register again to update the registration.")));
+	out->nkeys = nnames;
+	out->keys = palloc0(sizeof(char *) * nnames);
+	for (int i = 0; i < nnames; i++)
+		out->keys[i] = pstrdup(NameStr(*DatumGetName(names[i])));
+
+	out->valid_from = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 2, &isnull))));
+	out->valid_to = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 3, &isnull))));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+		out->surrogate_key = pstrdup(NameStr(*DatumGetName(d)));
+
+	MemoryContextSwitchTo(oldcxt);
+	SPI_finish();
+}
+
+/* Registered dimensions in a stable order (schema, then table name). */
+Scd2Target *
+scd2_registry_targets(int *ntargets)
+{
+	int			pin = scd2_pin_search_path();
+	Scd2Target	   *targets;
+	int			rc;
+
+	rc = SPI_execute("SELECT d.dimension::pg_catalog.oid, d.staging::pg_catalog.oid,"
+					 " pg_catalog.format('%I.%I', n.nspname, c.relname),"
+					 " (SELECT pg_catalog.format('%I.%I', sn.nspname, s.relname)"
+					 "    FROM pg_catalog.pg_class s"
+					 "    JOIN pg_catalog.pg_namespace sn ON sn.oid OPERATOR(pg_catalog.=) s.relnamespace"
+					 "   WHERE s.oid OPERATOR(pg_catalog.=) d.staging)"
+					 " FROM scd2.dimensions d"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.dimension"
+					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+					 " ORDER BY n.nspname, c.relname",
+					 true, 0);
+	scd2_unpin(pin);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the registry failed: %s", SPI_result_code_string(rc));
+
+	*ntargets = (int) SPI_processed;
+	targets = palloc0(sizeof(Scd2Target) * Max(*ntargets, 1));
+	for (int i = 0; i < *ntargets; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		targets[i].dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		targets[i].stg_oid = isnull ? InvalidOid : DatumGetObjectId(d);
+		targets[i].dim_name = SPI_getvalue(tup, desc, 3);
+		targets[i].stg_name = SPI_getvalue(tup, desc, 4);
+		if (targets[i].stg_name == NULL)
+			targets[i].stg_oid = InvalidOid;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return targets;
 }

@@ -1,22 +1,81 @@
 /*
- * scd2.c -- module entry point: settings.
+ * scd2.c -- module entry point: _PG_init defines every scd2.* setting.
+ *
+ * The variables are read where the setting takes effect: asof_on_missing
+ * and asof_bulk_threshold by the as-of lookup (asof.c, asof_cache.c),
+ * change_log by the change log (changelog.c), allow_empty_snapshot by the
+ * load driver (load.c).  Their defaults are named in scd2.h.
  */
 #include "scd2.h"
+
+#include <limits.h>
 
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "asof.h"
-
 PG_MODULE_MAGIC;
+
+int			scd2_asof_on_missing = SCD2_ASOF_ON_MISSING_DEFAULT;
+int			scd2_asof_bulk_threshold = SCD2_ASOF_BULK_THRESHOLD_DEFAULT;
+bool		scd2_change_log = SCD2_CHANGE_LOG_DEFAULT;
+bool		scd2_allow_empty_snapshot = SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT;
+
+static const struct config_enum_entry asof_on_missing_options[] = {
+	{"null", SCD2_ASOF_MISSING_NULL, false},
+	{"error", SCD2_ASOF_MISSING_ERROR, false},
+	{NULL, 0, false}
+};
 
 void		_PG_init(void);
 
 void
 _PG_init(void)
 {
-	scd2_asof_init_gucs();
-	scd2_load_init_gucs();
-	scd2_changelog_init_gucs();
+	DefineCustomEnumVariable("scd2.asof_on_missing",
+							 "What scd2.asof does when no version of the key is valid at the instant.",
+							 "null returns NULL; error raises an error naming the key and the instant.",
+							 &scd2_asof_on_missing,
+							 SCD2_ASOF_ON_MISSING_DEFAULT,
+							 asof_on_missing_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("scd2.asof_bulk_threshold",
+							"Calls of scd2.asof in one query after which it looks versions up in an in-memory map of the dimension.",
+							"The map is built once per query and snapshot by one walk of the as-of index, when it fits in work_mem * hash_mem_multiplier; "
+							"a dimension of fewer than 10 times this many rows switches after rows / 10 calls (at least 1000). "
+							"0 never builds it; 1 builds it at the first call.",
+							&scd2_asof_bulk_threshold,
+							SCD2_ASOF_BULK_THRESHOLD_DEFAULT,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * A snapshot-mode load from an empty staging table would close every
+	 * current version; it is refused unless this is on (SET LOCAL for the
+	 * one load that means it).
+	 */
+	DefineCustomBoolVariable("scd2.allow_empty_snapshot",
+							 "Allows a snapshot-mode load from an empty staging table.",
+							 "Such a load closes every current version of the dimension; "
+							 "an empty extract is more often an upstream failure, so it is refused unless this is on.",
+							 &scd2_allow_empty_snapshot,
+							 SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/* Record what loads change, so a load can be reverted. */
+	DefineCustomBoolVariable("scd2.change_log",
+							 "Records the before-images of what each load changes, so the load can be reverted.",
+							 "With off, loads run a little faster but cannot be reverted with scd2.revert.",
+							 &scd2_change_log,
+							 SCD2_CHANGE_LOG_DEFAULT,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("scd2");
 }

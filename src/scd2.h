@@ -9,6 +9,8 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "utils/palloc.h"
 #include "utils/snapshot.h"
 
 /* One column taking part in a load, resolved against both tables. */
@@ -138,50 +140,88 @@ typedef struct Scd2LoadResult
 	char	   *stg_name;
 } Scd2LoadResult;
 
+/*
+ * Settings (scd2.c defines them all in _PG_init; these are their
+ * defaults).
+ */
+typedef enum Scd2AsofOnMissing
+{
+	SCD2_ASOF_MISSING_NULL,
+	SCD2_ASOF_MISSING_ERROR
+} Scd2AsofOnMissing;
+
+#define SCD2_ASOF_ON_MISSING_DEFAULT		SCD2_ASOF_MISSING_NULL
+#define SCD2_ASOF_BULK_THRESHOLD_DEFAULT	50000
+#define SCD2_CHANGE_LOG_DEFAULT				true
+#define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
+
+extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
+extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
+extern bool scd2_change_log;			/* scd2.change_log */
+extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
+
+/* registry.c */
+/* The registry row, as text. */
+typedef struct Scd2Registration
+{
+	List	   *business_key;
+	List	   *tracked;		/* NIL with tracked_all */
+	bool		tracked_all;
+	List	   *type1;
+	char	   *effective_column;
+	char	   *delete_column;
+	char	   *mode;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *is_current;
+	char	   *surrogate_key;
+	char	   *current_valid_to;
+	bool		has_shape;
+	Datum		shape_columns;	/* text[], oid[], int4[] */
+	Datum		shape_types;
+	Datum		shape_typmods;
+	char	   *detect;
+} Scd2Registration;
+
+/* What scd2.asof reads of a registration. */
+typedef struct Scd2AsofRegistration
+{
+	char	  **keys;			/* business key column names */
+	int			nkeys;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *surrogate_key;	/* NULL: none registered */
+} Scd2AsofRegistration;
+
+/* One registered dimension, as read before the first load. */
+typedef struct Scd2Target
+{
+	Oid			dim_oid;
+	Oid			stg_oid;		/* InvalidOid: no default staging table */
+	char	   *dim_name;		/* qualified, quoted as in the audit log */
+	char	   *stg_name;
+} Scd2Target;
+
+extern const char *scd2_registry_shape_sql(void);
+extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
+extern void scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+									Scd2AsofRegistration *out);
+extern Scd2Target *scd2_registry_targets(int *ntargets);
+
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
-extern char *scd2_relation_display_name(Oid relid);
-extern const char *scd2_registry_shape_sql(void);
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 
-/* sqlgen.c */
-extern char *scd2_sql_create_changes(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_create_keys(const Scd2Config *cfg, const char *keys);
-extern char *scd2_sql_create_points(const Scd2Config *cfg, const char *pts);
-extern char *scd2_sql_validate(const Scd2Config *cfg);
-extern char *scd2_sql_bad_row(const Scd2Config *cfg);
-extern char *scd2_sql_nonfinite_row(const Scd2Config *cfg);
-extern Scd2ConvItem *scd2_conv_items(const Scd2Config *cfg, int *n);
-extern char *scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n);
-extern char *scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item);
-extern char *scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item);
-extern char *scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item);
-extern char *scd2_sql_conv_one(const Scd2ConvItem *item);
-extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
-extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
-								bool exclude_keys);
-extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
-extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys);
-extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
-extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);
-extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win,
-							   bool create);
-extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
-extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
-extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
-extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
-extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
-extern char *scd2_expand_names(const Scd2Config *cfg, const char *tmpl);
-extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
-extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
-
 /* load.c */
-extern void scd2_load_init_gucs(void);
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
+
+/* txn.c */
+extern bool scd2_call_is_nonatomic(FunctionCallInfo fcinfo);
+extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg,
+									  const char *dim_name, const char *stg_name,
+									  TimestampTz effective_at, TimestampTz started_at);
 
 /* audit.c */
 extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
@@ -202,7 +242,6 @@ typedef struct Scd2LoggedColumn
 } Scd2LoggedColumn;
 
 /* changelog.c */
-extern void scd2_changelog_init_gucs(void);
 extern void scd2_pin_text_forms(void);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
@@ -211,6 +250,17 @@ extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum 
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
 
 /* util.c */
+typedef struct Scd2SavedUser	/* who ran before scd2_become_extension_owner */
+{
+	Oid			userid;
+	int			sec;
+} Scd2SavedUser;
+extern char *scd2_relation_display_name(Oid relid);
+extern char *scd2_operator_sql(Oid opno);
+extern char *scd2_collate_sql(Oid collid);
+extern void scd2_lock_dimension(Oid dim_oid, const char *dim_name, const char *detail_fmt);
+extern void scd2_become_extension_owner(Scd2SavedUser *saved);
+extern void scd2_restore_user(const Scd2SavedUser *saved);
 extern int	scd2_pin_search_path(void);
 extern void scd2_unpin(int nestlevel);
 extern void scd2_set_local(const char *name, const char *value);

@@ -10,9 +10,17 @@
 #include "access/table.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
+#include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -128,4 +136,152 @@ char *
 scd2_spi_text(int row, int col)
 {
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+/*
+ * Become the extension owner for scd2's own tables (the registry, the
+ * audit log, the change log): their rows are written as the owner
+ * (pg_cron's approach, instead of SECURITY DEFINER), so those tables need
+ * no write privilege for PUBLIC.  scd2_restore_user undoes it.
+ */
+void
+scd2_become_extension_owner(Scd2SavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec);
+	SetUserIdAndSecContext(scd2_extension_owner(), saved->sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+scd2_restore_user(const Scd2SavedUser *saved)
+{
+	SetUserIdAndSecContext(saved->userid, saved->sec);
+}
+
+/* "schema"."table", quoted as needed. */
+static char *
+qualified_name(Oid relid)
+{
+	char	   *rel = get_rel_name(relid);
+	char	   *nsp;
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	nsp = get_namespace_name(get_rel_namespace(relid));
+	return quote_qualified_identifier(nsp, rel);
+}
+
+/*
+ * The name in messages and the audit log: always schema-qualified, so a
+ * row of the log names one table whatever the reader's search_path.
+ */
+char *
+scd2_relation_display_name(Oid relid)
+{
+	return qualified_name(relid);
+}
+
+/* OPERATOR(schema.=) for an operator OID. */
+char *
+scd2_operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *out;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	out = psprintf("OPERATOR(%s.%s)",
+				   quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/* " COLLATE schema.name" of a collatable column, else "". */
+char *
+scd2_collate_sql(Oid collid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *out;
+
+	if (!OidIsValid(collid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	out = psprintf(" COLLATE %s",
+				   quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+											  NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return out;
+}
+
+/*
+ * Take the dimension's SHARE ROW EXCLUSIVE lock, waiting as long as
+ * lock_timeout allows.  When lock_timeout expires, PostgreSQL's own
+ * "canceling statement due to lock timeout" is replaced by an error that
+ * says which dimension is busy and why; any other error (statement_timeout,
+ * a deadlock, a cancel) goes through unchanged.  Shared by the load and
+ * scd2.revert: detail_fmt is the errdetail, with the lock_timeout and the
+ * dimension's name as its two %s; dim_name NULL is looked up when needed.
+ */
+void
+scd2_lock_dimension(Oid dim_oid, const char *dim_name_in, const char *detail_fmt)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	const char *volatile dim_name;
+
+	if (ConditionalLockRelationOid(dim_oid, ShareRowExclusiveLock))
+		return;
+
+	dim_name = dim_name_in != NULL ? dim_name_in : scd2_relation_display_name(dim_oid);
+	PG_TRY();
+	{
+		LockRelationOid(dim_oid, ShareRowExclusiveLock);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("dimension %s is being loaded by another session", dim_name),
+				 errdetail(detail_fmt, GetConfigOptionByName("lock_timeout", NULL, false), dim_name),
+				 errhint("Retry when the other load has finished, or raise lock_timeout.")));
+	}
+	PG_END_TRY();
+}
+
+PG_FUNCTION_INFO_V1(scd2_choose_index_name);
+
+/*
+ * A name for a new index of a dimension: the table's name and the label,
+ * cut to fit NAMEDATALEN (at a character boundary) and numbered when
+ * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
+ * uses it.
+ */
+Datum
+scd2_choose_index_name(PG_FUNCTION_ARGS)
+{
+	Oid			dim = PG_GETARG_OID(0);
+	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *relname = get_rel_name(dim);
+	char	   *name;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", dim)));
+	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
+	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
 }

@@ -2,11 +2,11 @@
 # scd2 huge-batch test: one load of HUGE_ROWS staging rows must complete,
 # with exact metrics, and with the loading backend's private memory bounded
 # (work tables, sorts and hashes spill to disk; nothing grows with the
-# batch).  The rest of the hostile-input tests are pg_regress files
-# (sql-tests/hostile.sql, sql-tests/load_errors.sql).
+# batch).  The hostile-input tests are pg_regress files
+# (sql-tests/identifiers.sql, sql-tests/load_errors.sql).
 #
 # Needs a running server where `CREATE EXTENSION scd2` works, reached
-# through PGHOST/PGPORT/PGUSER; creates (drops first) database scd2_hostile.
+# through PGHOST/PGPORT/PGUSER; creates (drops first) database scd2_huge_batch.
 #
 #   HUGE_ROWS=200000    staging rows (rounded down to a multiple of 40).
 #                       The batch: N/4 existing keys (every 10th changed),
@@ -16,17 +16,17 @@
 #                       sampled from /proc every 0.2 s; skipped when /proc of
 #                       the backend is not readable)
 #
-# Prints `hostile: N passed, M failed`; exits non-zero on failure.
+# Prints `huge_batch: N passed, M failed`; exits non-zero on failure.
 
 set -u
 N=${HUGE_ROWS:-200000}
 MAX_MB=${HUGE_MAX_MB:-1024}
-case "$N$MAX_MB" in ''|*[!0-9]*) echo "hostile: HUGE_ROWS and HUGE_MAX_MB must be numbers" >&2
-                                 echo "hostile: 0 passed, 1 failed"; exit 2 ;; esac
+case "$N$MAX_MB" in ''|*[!0-9]*) echo "huge_batch: HUGE_ROWS and HUGE_MAX_MB must be numbers" >&2
+                                 echo "huge_batch: 0 passed, 1 failed"; exit 2 ;; esac
 N=$(( N / 40 * 40 ))
 [ "$N" -ge 40 ] || N=40
 PSQL=${PG_BIN:+$PG_BIN/}psql
-DB=scd2_hostile
+DB=scd2_huge_batch
 passed=0 failed=0
 ok()   { passed=$((passed + 1)); echo "ok - $*"; }
 fail() { failed=$((failed + 1)); echo "FAILED - $*"; }
@@ -34,7 +34,7 @@ check() { if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: expected [$2], got [$
 q() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 
 "$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1 \
-    || { fail "creating database $DB"; echo "hostile: $passed passed, $failed failed"; exit 1; }
+    || { fail "creating database $DB"; echo "huge_batch: $passed passed, $failed failed"; exit 1; }
 
 t0=$(date +%s.%N)
 q >/dev/null <<SQL || fail "setup"
@@ -62,21 +62,21 @@ t1=$(date +%s.%N)
 echo "# setup: $N staging rows, $(( N / 4 )) existing keys, $(echo "$t1 - $t0" | bc) s"
 
 # The load, in the background; its backend found by application_name.
-PGAPPNAME=scd2_hostile_load "$PSQL" -X -q -At -d "$DB" \
-    -c "SET client_min_messages = warning" -c "CALL scd2.apply('stg', 'dim')" >/tmp/scd2_hostile_load.$$ 2>&1 &
+PGAPPNAME=scd2_huge_batch_load "$PSQL" -X -q -At -d "$DB" \
+    -c "SET client_min_messages = warning" -c "CALL scd2.apply('stg', 'dim')" >/tmp/scd2_huge_batch_load.$$ 2>&1 &
 lpid=$!
 pid=""
 peak=0 readable=0
 while kill -0 "$lpid" 2>/dev/null; do
-    [ -n "$pid" ] || pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'scd2_hostile_load'")
+    [ -n "$pid" ] || pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'scd2_huge_batch_load'")
     if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
         kb=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
         if [ -n "$kb" ]; then readable=1; [ "$kb" -gt "$peak" ] && peak=$kb; fi
     fi
     sleep 0.2
 done
-wait "$lpid" || echo "# loader: $(cat /tmp/scd2_hostile_load.$$)"
-rm -f /tmp/scd2_hostile_load.$$
+wait "$lpid" || echo "# loader: $(cat /tmp/scd2_huge_batch_load.$$)"
+rm -f /tmp/scd2_huge_batch_load.$$
 t2=$(date +%s.%N)
 secs=$(echo "$t2 - $t1" | bc)
 echo "# load: $secs s, peak backend private memory (RssAnon): $(( peak / 1024 )) MB"
@@ -106,5 +106,5 @@ check "reloading the same batch writes nothing" "0 0 0" \
     "$(q -F' ' -c "SELECT inserted, new_versions, closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
 
 "$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
-echo "hostile: $passed passed, $failed failed"
+echo "huge_batch: $passed passed, $failed failed"
 [ "$failed" = 0 ]

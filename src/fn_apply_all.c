@@ -1,5 +1,5 @@
 /*
- * apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
+ * fn_apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
  * dimension from its registered default staging table, for one scheduled
  * job (pg_cron).
  *
@@ -25,87 +25,31 @@
 #include "scd2.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(scd2_apply_all);
 
-/* One registered dimension, as read before the first load. */
-typedef struct Target
-{
-	Oid			dim_oid;
-	Oid			stg_oid;		/* InvalidOid: no default staging table */
-	char	   *dim_name;		/* qualified, quoted as in the audit log */
-	char	   *stg_name;
-} Target;
-
-/* Registered dimensions in a stable order (schema, then table name). */
-static Target *
-read_targets(int *ntargets)
-{
-	int			pin = scd2_pin_search_path();
-	Target	   *targets;
-	int			rc;
-
-	rc = SPI_execute("SELECT d.dimension::pg_catalog.oid, d.staging::pg_catalog.oid,"
-					 " pg_catalog.format('%I.%I', n.nspname, c.relname),"
-					 " (SELECT pg_catalog.format('%I.%I', sn.nspname, s.relname)"
-					 "    FROM pg_catalog.pg_class s"
-					 "    JOIN pg_catalog.pg_namespace sn ON sn.oid OPERATOR(pg_catalog.=) s.relnamespace"
-					 "   WHERE s.oid OPERATOR(pg_catalog.=) d.staging)"
-					 " FROM scd2.dimensions d"
-					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.dimension"
-					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-					 " ORDER BY n.nspname, c.relname",
-					 true, 0);
-	scd2_unpin(pin);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the registry failed: %s", SPI_result_code_string(rc));
-
-	*ntargets = (int) SPI_processed;
-	targets = palloc0(sizeof(Target) * Max(*ntargets, 1));
-	for (int i = 0; i < *ntargets; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		d;
-
-		targets[i].dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		d = SPI_getbinval(tup, desc, 2, &isnull);
-		targets[i].stg_oid = isnull ? InvalidOid : DatumGetObjectId(d);
-		targets[i].dim_name = SPI_getvalue(tup, desc, 3);
-		targets[i].stg_name = SPI_getvalue(tup, desc, 4);
-		if (targets[i].stg_name == NULL)
-			targets[i].stg_oid = InvalidOid;
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return targets;
-}
-
 /* CONTEXT line of an error raised while loading one dimension. */
 static void
 apply_all_error_context(void *arg)
 {
-	const Target *t = (const Target *) arg;
+	const Scd2Target *t = (const Scd2Target *) arg;
 
 	errcontext("scd2.apply_all loading %s from %s", t->dim_name, t->stg_name);
 }
 
 /* One load and its success row (both inside the caller's transaction). */
 static void
-load_one(const Target *t, TimestampTz effective_at)
+load_one(const Scd2Target *t, TimestampTz effective_at)
 {
 	ErrorContextCallback errcb;
 	Scd2LoadRequest req;
@@ -130,41 +74,35 @@ load_one(const Target *t, TimestampTz effective_at)
 	error_context_stack = errcb.previous;
 }
 
+/* One dimension's load, as txn.c's subtransaction body. */
+typedef struct ApplyAllCall
+{
+	const Scd2Target *t;
+	TimestampTz effective_at;
+} ApplyAllCall;
+
+static void
+apply_all_body(void *arg)
+{
+	ApplyAllCall *call = (ApplyAllCall *) arg;
+
+	load_one(call->t, call->effective_at);
+}
+
 /*
  * Top level: the load in a subtransaction; a failure becomes an error row
- * and a WARNING.  Returns the error (copied into cxt), or NULL on success.
- * The caller commits either way.
+ * and a WARNING.  Returns the error (copied into the current memory
+ * context), or NULL on success.  The caller commits either way.
  */
 static ErrorData *
-load_one_nonatomic(const Target *t, TimestampTz effective_at, MemoryContext cxt)
+load_one_nonatomic(const Scd2Target *t, TimestampTz effective_at)
 {
-	ResourceOwner oldowner = CurrentResourceOwner;
-	TimestampTz started_at = GetCurrentTimestamp();
-	ErrorData  *edata = NULL;
+	ApplyAllCall call = {t, effective_at};
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		load_one(t, effective_at);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		Scd2Metrics none;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = oldowner;
-
-		memset(&none, 0, sizeof(none));
-		(void) scd2_audit_write(t->dim_name, t->stg_name, "error", effective_at,
-								started_at, &none, edata->message);
+	edata = scd2_run_in_subxact(apply_all_body, &call, t->dim_name, t->stg_name,
+								effective_at, GetCurrentTimestamp());
+	if (edata != NULL)
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("scd2: loading %s failed: %s", t->dim_name, edata->message),
@@ -172,18 +110,61 @@ load_one_nonatomic(const Target *t, TimestampTz effective_at, MemoryContext cxt)
 				 edata->hint ? errhint("%s", edata->hint) : 0,
 				 errcontext("scd2.apply_all loading %s from %s; the error is in scd2.audit_log and the other dimensions are loaded",
 							t->dim_name, t->stg_name)));
-	}
-	PG_END_TRY();
 	return edata;
+}
+
+/*
+ * Whether a registered dimension can be loaded: it has a staging table
+ * and neither was dropped; else a NOTICE says why it is skipped.
+ */
+static bool
+loadable(const Scd2Target *t)
+{
+	if (!OidIsValid(t->stg_oid))
+	{
+		ereport(NOTICE,
+				(errmsg("scd2: %s has no registered staging table, skipped", t->dim_name),
+				 errhint("Register one with scd2.register(..., staging => ...), or load it with scd2.apply.")));
+		return false;
+	}
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->dim_oid)) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->stg_oid)))
+	{
+		ereport(NOTICE,
+				(errmsg("scd2: %s or its staging table %s was dropped, skipped",
+						t->dim_name, t->stg_name)));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The closing NOTICE, and when any dimension failed an error naming them,
+ * so the scheduled job's run is reported as failed.
+ */
+static void
+report_outcome(int loaded, int failed, int skipped, int ntargets, int first_errcode,
+			   const char *failures)
+{
+	ereport(NOTICE,
+			(errmsg("scd2.apply_all: %d loaded, %d failed, %d skipped of %d registered dimensions",
+					loaded, failed, skipped, ntargets)));
+	if (failed > 0)
+		ereport(ERROR,
+				(errcode(first_errcode),
+				 errmsg_plural("scd2.apply_all: %d of %d dimensions failed to load",
+							   "scd2.apply_all: %d of %d dimensions failed to load",
+							   failed, failed, ntargets),
+				 errdetail_internal("%s", failures),
+				 errhint("The error rows are in scd2.audit_log; the dimensions that loaded are committed.")));
 }
 
 Datum
 scd2_apply_all(PG_FUNCTION_ARGS)
 {
-	bool		nonatomic = fcinfo->context && IsA(fcinfo->context, CallContext) &&
-		!castNode(CallContext, fcinfo->context)->atomic;
+	bool		nonatomic = scd2_call_is_nonatomic(fcinfo);
 	TimestampTz effective_at;
-	Target	   *targets;
+	Scd2Target	   *targets;
 	int			ntargets;
 	int			loaded = 0,
 				skipped = 0,
@@ -210,27 +191,15 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 	cxt = CurrentMemoryContext;
 	loadcxt = AllocSetContextCreate(cxt, "scd2 apply_all load", ALLOCSET_DEFAULT_SIZES);
 	initStringInfo(&failures);
-	targets = read_targets(&ntargets);
+	targets = scd2_registry_targets(&ntargets);
 
 	for (int i = 0; i < ntargets; i++)
 	{
-		const Target *t = &targets[i];
+		const Scd2Target *t = &targets[i];
 
 		CHECK_FOR_INTERRUPTS();
-		if (!OidIsValid(t->stg_oid))
+		if (!loadable(t))
 		{
-			ereport(NOTICE,
-					(errmsg("scd2: %s has no registered staging table, skipped", t->dim_name),
-					 errhint("Register one with scd2.register(..., staging => ...), or load it with scd2.apply.")));
-			skipped++;
-			continue;
-		}
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->dim_oid)) ||
-			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(t->stg_oid)))
-		{
-			ereport(NOTICE,
-					(errmsg("scd2: %s or its staging table %s was dropped, skipped",
-							t->dim_name, t->stg_name)));
 			skipped++;
 			continue;
 		}
@@ -238,7 +207,7 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(loadcxt);
 		if (nonatomic)
 		{
-			ErrorData  *edata = load_one_nonatomic(t, effective_at, loadcxt);
+			ErrorData  *edata = load_one_nonatomic(t, effective_at);
 
 			MemoryContextSwitchTo(cxt);
 			if (edata == NULL)
@@ -262,17 +231,7 @@ scd2_apply_all(PG_FUNCTION_ARGS)
 		MemoryContextReset(loadcxt);
 	}
 
-	ereport(NOTICE,
-			(errmsg("scd2.apply_all: %d loaded, %d failed, %d skipped of %d registered dimensions",
-					loaded, failed, skipped, ntargets)));
-	if (failed > 0)
-		ereport(ERROR,
-				(errcode(first_errcode),
-				 errmsg_plural("scd2.apply_all: %d of %d dimensions failed to load",
-							   "scd2.apply_all: %d of %d dimensions failed to load",
-							   failed, failed, ntargets),
-				 errdetail_internal("%s", failures.data),
-				 errhint("The error rows are in scd2.audit_log; the dimensions that loaded are committed.")));
+	report_outcome(loaded, failed, skipped, ntargets, first_errcode, failures.data);
 
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -1,5 +1,5 @@
 /*
- * changes.c -- reading and pruning the change log (changelog.c writes it):
+ * fn_changes.c -- reading and pruning the change log (changelog.c writes it):
  *   scd2.changes(run_id)                 a past run's change feed;
  *   scd2.prune_change_log(older_than, dimension)
  *                                        explicit retention.
@@ -25,108 +25,20 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "revert.h"
+
 PG_FUNCTION_INFO_V1(scd2_changes);
 PG_FUNCTION_INFO_V1(scd2_prune_change_log);
 
-/* Switch to the extension owner for the change log's own rows. */
-static void
-as_owner(Oid *save_userid, int *save_sec)
+/*
+ * The dimension of a run whose feed is read: it must still exist, and the
+ * feed shows dimension rows, so the caller must be able to read them.
+ */
+static char *
+feed_dimension(Oid dim_oid, int64 run_id)
 {
-	GetUserIdAndSecContext(save_userid, save_sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), *save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-Datum
-scd2_changes(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		run_id;
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Oid			dim_oid;
-	Datum		keynames;
-	Datum		booknames;
-	Datum		sknames;
-	char	   *current_vt;
-	char	   *pruned_at;
 	char	   *dim_name;
-	Relation	rel;
-	Scd2LoggedColumn *keys;
-	Scd2LoggedColumn *book;
-	Scd2LoggedColumn *sk;
-	int			nkeys;
-	int			nbook;
-	int			nsk;
-	Datum		arrays[6];
-	Oid			arrtypes[6] = {TEXTARRAYOID, BOOLARRAYOID, INT8ARRAYOID, JSONBARRAYOID,
-	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
-	StringInfoData sql;
-	char	   *marker;
-	Oid			save_userid;
-	int			save_sec;
-	int			rc;
-	int			pin;
-	int			nest;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("run_id must not be NULL")));
-	run_id = PG_GETARG_INT64(0);
-	values[0] = Int64GetDatum(run_id);
-	InitMaterializedSRF(fcinfo, 0);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "scd2: SPI_connect failed");
-	pin = scd2_pin_search_path();
-
-	rc = SPI_execute_with_args(
-		"SELECT a.status, r.run_id IS NOT NULL, r.dimension::pg_catalog.oid, r.logged, r.pruned_at,"
-		"       r.key_columns, ARRAY[r.valid_from_column, r.valid_to_column],"
-		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL), r.current_valid_to"
-		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
-		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
-		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("run %lld does not exist", (long long) run_id),
-				 errhint("The run ids of the loads are in scd2.audit_log.")));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	if (!DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull)))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld has no change log", (long long) run_id),
-				 errdetail(strcmp(SPI_getvalue(tup, desc, 1), "success") == 0 ?
-						   "Run %lld was loaded before scd2 0.3, which began keeping a change log." :
-						   "Run %lld is not a load that wrote the dimension (its status is %s).",
-						   (long long) run_id, SPI_getvalue(tup, desc, 1))));
-	dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-	if (!DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld has no change log", (long long) run_id),
-				 errdetail("Run %lld was loaded with scd2.change_log = off.", (long long) run_id)));
-	pruned_at = SPI_getvalue(tup, desc, 5);
-	if (pruned_at)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the change log of run %lld was pruned", (long long) run_id),
-				 errdetail("scd2.prune_change_log removed it at %s; a pruned run can no longer be reverted or read back.",
-						   pruned_at)));
-	keynames = datumCopy(SPI_getbinval(tup, desc, 6, &isnull), false, -1);
-	booknames = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
-	sknames = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
-	current_vt = SPI_getvalue(tup, desc, 9);
-
-	/* the feed shows dimension rows: the caller must be able to read them */
 	if (get_rel_relkind(dim_oid) == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -138,14 +50,24 @@ scd2_changes(PG_FUNCTION_ARGS)
 				 errmsg("permission denied for dimension %s", dim_name),
 				 errdetail("Reading the change feed of run %lld needs SELECT on its dimension.",
 						   (long long) run_id)));
-	rel = table_open(dim_oid, AccessShareLock);
-	keys = scd2_changelog_columns(rel, keynames, run_id, dim_name, &nkeys);
-	book = scd2_changelog_columns(rel, booknames, run_id, dim_name, &nbook);
-	sk = scd2_changelog_columns(rel, sknames, run_id, dim_name, &nsk);
-	table_close(rel, NoLock);
+	return dim_name;
+}
 
-	/* the run's rows, in the feed's order (as the extension owner) */
-	as_owner(&save_userid, &save_sec);
+/*
+ * The run's change-log rows, in the feed's order, as six arrays (action,
+ * inserted, surrogate key, business key, valid_from, valid_to), read as
+ * the extension owner.
+ */
+static void
+read_logged_rows(int64 run_id, Datum *arrays)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	Scd2SavedUser saved;
+	bool		isnull;
+	int			rc;
+
+	scd2_become_extension_owner(&saved);
 	rc = SPI_execute_with_args(
 		"SELECT COALESCE(pg_catalog.array_agg(c.action ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.inserted ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
@@ -155,18 +77,28 @@ scd2_changes(PG_FUNCTION_ARGS)
 		"       COALESCE(pg_catalog.array_agg(c.valid_to ORDER BY c.business_key, c.valid_from, c.inserted), '{}')"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
 		1, argtypes, values, NULL, true, 1);
-	SetUserIdAndSecContext(save_userid, save_sec);
+	scd2_restore_user(&saved);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
 	for (int i = 0; i < 6; i++)
 		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
 							  false, -1);
 
-	/*
-	 * As the caller: the validity values in the dimension's terms (a
-	 * current row's valid_to as the registration stored it), and the
-	 * surrogate keys of the inserted rows read back by (key, valid_from).
-	 */
+}
+
+/*
+ * The feed's query over the six arrays ($1..$6), run as the caller: the
+ * validity values in the dimension's terms (a current row's valid_to as
+ * the registration stored it, current_vt), and the surrogate keys of the
+ * inserted rows read back by (key, valid_from).
+ */
+static char *
+feed_sql(const char *dim_name, const char *current_vt, Scd2LoggedColumn *keys, int nkeys,
+		 Scd2LoggedColumn *book, Scd2LoggedColumn *sk, int nsk)
+{
+	StringInfoData sql;
+	char	   *marker;
+
 	if (strcmp(current_vt, "null") == 0)
 		marker = "NULL::pg_catalog.timestamptz";
 	else
@@ -197,9 +129,58 @@ scd2_changes(PG_FUNCTION_ARGS)
 					 " ORDER BY c.n",
 					 scd2_changelog_decode_sql(book[0].typid, "c.vf"), marker,
 					 scd2_changelog_decode_sql(book[0].typid, "c.vt"));
+	return sql.data;
+}
+
+Datum
+scd2_changes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		run_id;
+	Run			run;
+	char	   *dim_name;
+	Relation	rel;
+	Scd2LoggedColumn *keys;
+	Scd2LoggedColumn *book;
+	Scd2LoggedColumn *sk;
+	int			nkeys;
+	int			nbook;
+	int			nsk;
+	Datum		arrays[6];
+	Oid			arrtypes[6] = {TEXTARRAYOID, BOOLARRAYOID, INT8ARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	char	   *sql;
+	int			rc;
+	int			pin;
+	int			nest;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("run_id must not be NULL")));
+	run_id = PG_GETARG_INT64(0);
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+
+	/* the run, with a change log that can be read (revert_run.c) */
+	scd2_revert_read_run(run_id, true, &run);
+	scd2_revert_require_change_log(&run);
+
+	dim_name = feed_dimension(run.dim_oid, run_id);
+	rel = table_open(run.dim_oid, AccessShareLock);
+	keys = scd2_changelog_columns(rel, run.key_columns, run_id, dim_name, &nkeys);
+	book = scd2_changelog_columns(rel, run.bookkeeping, run_id, dim_name, &nbook);
+	sk = scd2_changelog_columns(rel, run.surrogate_key, run_id, dim_name, &nsk);
+	table_close(rel, NoLock);
+
+	read_logged_rows(run_id, arrays);
+	sql = feed_sql(dim_name, run.current_valid_to, keys, nkeys, book, sk, nsk);
 	nest = NewGUCNestLevel();
 	scd2_pin_text_forms();
-	rc = SPI_execute_with_args(sql.data, 6, arrtypes, arrays, NULL, true, 0);
+	rc = SPI_execute_with_args(sql, 6, arrtypes, arrays, NULL, true, 0);
 	AtEOXact_GUC(true, nest);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the change feed failed: %s", SPI_result_code_string(rc));
@@ -216,6 +197,29 @@ scd2_changes(PG_FUNCTION_ARGS)
 	scd2_unpin(pin);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+
+/* Delete the change log of the runs (an int8[]) and mark them pruned, as the extension owner. */
+static void
+prune_runs(Datum runs)
+{
+	Oid			rtypes[1] = {INT8ARRAYOID};
+	Datum		rvalues[1] = {runs};
+	Scd2SavedUser saved;
+	int			rc;
+	int			rc2;
+
+	scd2_become_extension_owner(&saved);
+	rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
+							   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+							   1, rtypes, rvalues, NULL, false, 0);
+	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
+								" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+								1, rtypes, rvalues, NULL, false, 0);
+	scd2_restore_user(&saved);
+	if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: pruning the change log failed");
 }
 
 /*
@@ -235,8 +239,6 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	Datum		runs;
 	bool		isnull;
 	int64		npruned;
-	Oid			save_userid;
-	int			save_sec;
 	int			rc;
 	int			pin;
 
@@ -289,22 +291,7 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	npruned = scd2_spi_int8(0, 2);
 
 	if (npruned > 0)
-	{
-		Oid			rtypes[1] = {INT8ARRAYOID};
-		Datum		rvalues[1] = {runs};
-		int			rc2;
-
-		as_owner(&save_userid, &save_sec);
-		rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
-								   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-								   1, rtypes, rvalues, NULL, false, 0);
-		rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
-									" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-									1, rtypes, rvalues, NULL, false, 0);
-		SetUserIdAndSecContext(save_userid, save_sec);
-		if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
-			elog(ERROR, "scd2: pruning the change log failed");
-	}
+		prune_runs(runs);
 
 	scd2_unpin(pin);
 	SPI_finish();

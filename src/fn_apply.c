@@ -1,5 +1,5 @@
 /*
- * apply.c -- CALL scd2.apply(staging, dimension, effective_at, run_id):
+ * fn_apply.c -- CALL scd2.apply(staging, dimension, effective_at, run_id):
  * one load for psql, dbt hooks and pg_cron.
  *
  * Inside a transaction block (dbt runs post-hooks inside the model's
@@ -12,14 +12,10 @@
 #include "scd2.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "nodes/parsenodes.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(scd2_apply);
@@ -49,6 +45,23 @@ load_and_log(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz starte
 	return run_id;
 }
 
+/* The load of one scd2.apply, as txn.c's subtransaction body. */
+typedef struct ApplyCall
+{
+	const Scd2LoadRequest *req;
+	Scd2LoadResult *res;
+	TimestampTz started_at;
+	int64		run_id;
+} ApplyCall;
+
+static void
+apply_body(void *arg)
+{
+	ApplyCall  *call = (ApplyCall *) arg;
+
+	call->run_id = load_and_log(call->req, call->res, call->started_at);
+}
+
 /*
  * Top level: run the load in a subtransaction; on failure, commit an
  * error row, then raise the error again.
@@ -56,48 +69,25 @@ load_and_log(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz starte
 static int64
 load_nonatomic(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz started_at)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
 	char	   *dim_name = scd2_relation_display_name(req->dim_oid);
 	char	   *stg_name = scd2_relation_display_name(req->stg_oid);
-	int64		run_id = 0;
+	ApplyCall	call = {req, res, started_at, 0};
+	ErrorData  *edata;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
+	edata = scd2_run_in_subxact(apply_body, &call, dim_name, stg_name,
+								req->effective_at, started_at);
+	if (edata != NULL)
 	{
-		run_id = load_and_log(req, res, started_at);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		Scd2Metrics none;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-
-		memset(&none, 0, sizeof(none));
-		(void) scd2_audit_write(dim_name, stg_name, "error", req->effective_at, started_at,
-								&none, edata->message);
 		SPI_commit();
 		ReThrowError(edata);
 	}
-	PG_END_TRY();
-	return run_id;
+	return call.run_id;
 }
 
 Datum
 scd2_apply(PG_FUNCTION_ARGS)
 {
-	bool		nonatomic = fcinfo->context && IsA(fcinfo->context, CallContext) &&
-		!castNode(CallContext, fcinfo->context)->atomic;
+	bool		nonatomic = scd2_call_is_nonatomic(fcinfo);
 	Scd2LoadRequest req;
 	Scd2LoadResult res;
 	TimestampTz started_at = GetCurrentTimestamp();

@@ -2,7 +2,7 @@
 -- another schema or in pg_temp, functions and operators planted first on
 -- the caller's search_path, callers without the right privileges.
 -- (load_errors.sql has quoted schema/table/column names in a one-column
--- key; test/hostile/run.sh has the huge batch.)
+-- key; test/huge_batch/run.sh has the huge batch.)
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 CREATE SCHEMA hostile;

@@ -1,0 +1,378 @@
+/*
+ * fn_revert.c -- scd2.revert(run_id): undo one successful load exactly, from
+ * its change log (changelog.c); the run is read by revert_run.c.
+ *
+ * Order of work:
+ *   1. read the run (audit row and change-log header) and refuse what
+ *      cannot be reverted: unknown runs, failed runs, dry runs, reverts,
+ *      runs already reverted, runs without a change log or whose change
+ *      log was pruned;
+ *   2. check the privileges a load needs (SELECT, INSERT, UPDATE) and
+ *      DELETE, and take a load's lock on the dimension (SHARE ROW
+ *      EXCLUSIVE: loads and reverts of one dimension queue up, readers do
+ *      not wait); read the run again under the lock;
+ *   3. refuse unless the run is the newest successful load of its
+ *      dimension (the error names the later runs);
+ *   4. delete the versions the run inserted, then restore valid_to,
+ *      is_current and the Type 1 columns of the rows it updated (deleting
+ *      first: the restored current rows must not meet the current rows
+ *      the run inserted in the unique index on current rows); each
+ *      statement must touch exactly the rows the change log names;
+ *   5. write the revert's own audit row (status 'revert'), mark the run
+ *      'reverted'.
+ * Everything happens in the caller's transaction: a refused or failed
+ * revert writes nothing.
+ *
+ * The change log is read as the extension owner (it holds dimension data:
+ * PUBLIC cannot read it); the dimension is written, once the caller's
+ * privileges are checked, as its owner in a security-restricted
+ * operation, the values passed in as parameters.
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "revert.h"
+
+PG_FUNCTION_INFO_V1(scd2_revert);
+
+/* A load's privileges on the dimension, and DELETE. */
+static void
+check_privileges(Oid dim_oid, const char *dim_name)
+{
+	AclMode		mode = ACL_SELECT | ACL_INSERT | ACL_UPDATE | ACL_DELETE;
+	AclMode		missing = mode & ~pg_class_aclmask(dim_oid, GetUserId(), mode, ACLMASK_ALL);
+
+	if (missing != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for dimension %s", dim_name),
+				 errdetail("A revert needs what a load needs (SELECT, INSERT and UPDATE) and DELETE on the dimension; missing:%s%s%s%s.",
+						   (missing & ACL_SELECT) ? " SELECT" : "",
+						   (missing & ACL_INSERT) ? " INSERT" : "",
+						   (missing & ACL_UPDATE) ? " UPDATE" : "",
+						   (missing & ACL_DELETE) ? " DELETE" : "")));
+}
+
+/*
+ * "ROWS FROM (unnest($1), unnest($2)...) AS c(k, vf...) CROSS JOIN LATERAL
+ * jsonb_to_record(c.k) AS s(keys) WHERE t.k = s.k AND t.vf = vf": the
+ * logged rows matched to the dimension's rows by business key and
+ * valid_from (the as-of index).
+ */
+static void
+append_source(StringInfo buf, Scd2LoggedColumn *keys, int nkeys, const Scd2LoggedColumn *vf,
+			  const char *arrays, const char *names, Scd2LoggedColumn *type1, int ntype1)
+{
+	appendStringInfo(buf, " ROWS FROM (%s) AS c(%s)"
+					 " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.k) AS s(", arrays, names);
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(buf, "%s%s", i ? ", " : "", keys[i].def);
+	appendStringInfoString(buf, ")");
+	if (ntype1 > 0)
+	{
+		appendStringInfoString(buf, " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.y) AS y(");
+		for (int i = 0; i < ntype1; i++)
+			appendStringInfo(buf, "%s%s", i ? ", " : "", type1[i].def);
+		appendStringInfoString(buf, ")");
+	}
+	appendStringInfoString(buf, " WHERE ");
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(buf, "t.%s %s s.%s AND ", keys[i].ident, keys[i].eqop_sql, keys[i].ident);
+	appendStringInfo(buf, "t.%s %s %s", vf->ident, vf->eqop_sql,
+					 scd2_changelog_decode_sql(vf->typid, "c.vf"));
+}
+
+/*
+ * Run a revert statement on the dimension; rows touched.  It runs as the
+ * dimension's owner in a security-restricted operation, as core runs
+ * REFRESH MATERIALIZED VIEW (and as a load runs): the owner's code
+ * (triggers, defaults, index expressions) never runs with the rights of
+ * whoever reverts, and settings it makes are undone.
+ */
+static int64
+exec_dml(Oid dim_oid, const char *sql, int nargs, Oid *argtypes, Datum *values, int expected)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(dim_oid));
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
+	int			rc;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", dim_oid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
+	nest = NewGUCNestLevel();
+	/* probe the (key, valid_from) index for each logged row */
+	scd2_set_local("enable_hashjoin", "off");
+	scd2_set_local("enable_mergejoin", "off");
+	scd2_pin_text_forms();
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
+	AtEOXact_GUC(false, nest);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (rc != expected)
+		elog(ERROR, "scd2: reverting failed: %s", SPI_result_code_string(rc));
+	return (int64) SPI_processed;
+}
+
+/*
+ * The surrogate keys of the deleted rows (the result of the DELETE ...
+ * RETURNING), written into the change log so that scd2.changes still
+ * shows them.
+ */
+static void
+keep_surrogate_keys(int64 run_id)
+{
+	uint64		n = SPI_processed;
+	Datum	   *k = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *vf = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *sk = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *sknull = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {(int) n};
+	int			lbs[1] = {1};
+	Oid			argtypes[4] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID};
+	Datum		values[4];
+	Scd2SavedUser saved;
+	int			rc;
+	bool		isnull;
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		k[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		vf[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		sk[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &sknull[i]);
+	}
+	values[0] = Int64GetDatum(run_id);
+	values[1] = PointerGetDatum(construct_array(k, (int) n, JSONBOID, -1, false, TYPALIGN_INT));
+	values[2] = PointerGetDatum(construct_array(vf, (int) n, TIMESTAMPTZOID, sizeof(TimestampTz),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[3] = PointerGetDatum(construct_md_array(sk, sknull, 1, dims, lbs, INT8OID, sizeof(int64),
+												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	scd2_become_extension_owner(&saved);
+	rc = SPI_execute_with_args("UPDATE scd2.change_log c SET surrogate_key = r.sk"
+							   "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS r(k, vf, sk)"
+							   " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
+							   "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
+							   "   AND c.valid_from OPERATOR(pg_catalog.=) r.vf",
+							   4, argtypes, values, NULL, false, 0);
+	scd2_restore_user(&saved);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: keeping the surrogate keys of reverted rows failed: %s", SPI_result_code_string(rc));
+}
+
+/* The dimension touched exactly the rows the change log names, or an error. */
+static void
+require_count(int64 got, int64 want, const char *what, int64 run_id, const char *dim_name)
+{
+	if (got != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run_id),
+				 errdetail("Run %lld %s %lld rows; %lld of them are still there. Nothing was reverted.",
+						   (long long) run_id, what, (long long) want, (long long) got),
+				 errhint("The rows were changed outside scd2 since the run; repair them by hand.")));
+}
+
+/* Mark the reverted run, as the extension owner. */
+static void
+mark_reverted(int64 run_id, int64 revert_id)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		values[2] = {Int64GetDatum(run_id), Int64GetDatum(revert_id)};
+	Scd2SavedUser saved;
+	int			rc1;
+	int			rc2;
+
+	scd2_become_extension_owner(&saved);
+	rc1 = SPI_execute_with_args("UPDATE scd2.audit_log SET status = 'reverted'"
+								" WHERE run_id OPERATOR(pg_catalog.=) $1",
+								2, argtypes, values, NULL, false, 0);
+	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET reverted_by = $2"
+								" WHERE run_id OPERATOR(pg_catalog.=) $1",
+								2, argtypes, values, NULL, false, 0);
+	scd2_restore_user(&saved);
+	if (rc1 != SPI_OK_UPDATE || rc2 != SPI_OK_UPDATE)
+		elog(ERROR, "scd2: marking run %lld reverted failed", (long long) run_id);
+}
+
+/* The dimension columns a run's change log names. */
+typedef struct RevertColumns
+{
+	Scd2LoggedColumn *keys;
+	Scd2LoggedColumn *book;		/* valid_from, valid_to */
+	Scd2LoggedColumn *cur;
+	Scd2LoggedColumn *sk;
+	Scd2LoggedColumn *type1;
+	int			nkeys;
+	int			nbook;
+	int			ncur;
+	int			nsk;
+	int			ntype1;
+} RevertColumns;
+
+static void
+read_columns(const Run *run, const char *dim_name, RevertColumns *c)
+{
+	Relation	rel = table_open(run->dim_oid, AccessShareLock);
+	int64		run_id = run->run_id;
+
+	c->keys = scd2_changelog_columns(rel, run->key_columns, run_id, dim_name, &c->nkeys);
+	c->book = scd2_changelog_columns(rel, run->bookkeeping, run_id, dim_name, &c->nbook);
+	c->cur = scd2_changelog_columns(rel, run->is_current, run_id, dim_name, &c->ncur);
+	c->sk = scd2_changelog_columns(rel, run->surrogate_key, run_id, dim_name, &c->nsk);
+	c->type1 = scd2_changelog_columns(rel, run->type1_columns, run_id, dim_name, &c->ntype1);
+	table_close(rel, NoLock);
+	for (int i = 0; i < c->nkeys; i++)
+		if (c->keys[i].eqop_sql == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("business key column \"%s\" of %s has type %s, which has no equality operator",
+							c->keys[i].name, dim_name, format_type_be(c->keys[i].typid))));
+}
+
+/* Step 4a: delete the versions the run inserted; returns how many. */
+static int64
+delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	int64		n;
+	Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[2] = {lg->ins_keys, lg->ins_vf};
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
+	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
+	appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
+					 c->nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", c->sk[0].ident) : "NULL::pg_catalog.int8");
+	n = exec_dml(run->dim_oid, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
+	require_count(n, lg->ninserted, "inserted", run->run_id, dim_name);
+	if (c->nsk > 0)
+		keep_surrogate_keys(run->run_id);
+	return n;
+}
+
+/* Step 4b: restore the rows the run updated; returns how many. */
+static int64
+restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	int64		n;
+	Oid			argtypes[5] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+	BOOLARRAYOID, JSONBARRAYOID};
+	Datum		values[5] = {lg->upd_keys, lg->upd_vf, lg->upd_vt, lg->upd_cur, lg->upd_type1};
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "UPDATE %s t SET %s = %s", dim_name, c->book[1].ident,
+					 scd2_changelog_decode_sql(c->book[1].typid, "c.vt"));
+	if (c->ncur > 0)
+		appendStringInfo(&sql, ", %s = c.cur", c->cur[0].ident);
+	for (int i = 0; i < c->ntype1; i++)
+		appendStringInfo(&sql, ", %s = y.%s", c->type1[i].ident, c->type1[i].ident);
+	appendStringInfoString(&sql, " FROM");
+	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
+				  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
+				  c->type1, c->ntype1);
+	n = exec_dml(run->dim_oid, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
+	require_count(n, lg->nupdated, "updated", run->run_id, dim_name);
+	return n;
+}
+
+Datum
+scd2_revert(PG_FUNCTION_ARGS)
+{
+	TimestampTz started_at = GetCurrentTimestamp();
+	int64		run_id;
+	Run			run;
+	char	   *dim_name;
+	char	   *later;
+	RevertColumns cols;
+	Logged		lg;
+	int64		deleted = 0;
+	int64		restored = 0;
+	int64		revert_id;
+	Scd2Metrics none;
+	int			pin;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("run_id must not be NULL"),
+				 errhint("Pass the run id of the load to revert, from scd2.audit_log.")));
+	run_id = PG_GETARG_INT64(0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+
+	/* 1. */
+	scd2_revert_read_run(run_id, false, &run);
+	scd2_revert_require_revertible(&run);
+	if (get_rel_relkind(run.dim_oid) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("dimension %s of run %lld no longer exists", run.dim_text, (long long) run_id)));
+	dim_name = scd2_relation_display_name(run.dim_oid);
+
+	/* 2. */
+	check_privileges(run.dim_oid, dim_name);
+	scd2_lock_dimension(run.dim_oid, dim_name,
+						"The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.");
+	scd2_revert_read_run(run_id, false, &run);
+	scd2_revert_require_revertible(&run);
+
+	/* 3. */
+	later = scd2_revert_later_runs(&run);
+	if (later)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is not the newest load of dimension %s", (long long) run_id, dim_name),
+				 errdetail("Later loads of %s: run %s. Nothing was reverted.", dim_name, later),
+				 errhint("Revert the later runs first, newest first.")));
+
+	/* 4. */
+	read_columns(&run, dim_name, &cols);
+	scd2_revert_read_change_log(run_id, &lg);
+	if (lg.ninserted > 0)
+		deleted = delete_inserted(&run, dim_name, &cols, &lg);
+	if (lg.nupdated > 0)
+		restored = restore_updated(&run, dim_name, &cols, &lg);
+
+	/* 5. */
+	memset(&none, 0, sizeof(none));
+	revert_id = scd2_audit_write(dim_name, run.stg_text, "revert",
+								 run.has_eff ? run.effective_at : started_at, started_at, &none,
+								 psprintf("reverted run %lld: %lld rows deleted, %lld rows restored",
+										  (long long) run_id, (long long) deleted, (long long) restored));
+	mark_reverted(run_id, revert_id);
+	ereport(NOTICE,
+			(errmsg("scd2: %s: reverted run %lld: %lld rows deleted, %lld rows restored",
+					dim_name, (long long) run_id, (long long) deleted, (long long) restored)));
+
+	scd2_unpin(pin);
+	SPI_finish();
+	PG_RETURN_INT64(revert_id);
+}

@@ -1,0 +1,113 @@
+/*
+ * load.h -- what the files of one load share (load.c drives the steps;
+ * docs/ARCHITECTURE.md has the map).  Every statement a step generates
+ * takes the resolved configuration and the work tables' names
+ * (worktable.h).
+ */
+#ifndef SCD2_LOAD_H
+#define SCD2_LOAD_H
+
+#include "scd2.h"
+
+#include "utils/tuplestore.h"
+
+#include "worktable.h"
+
+/* The role a load runs as, and what to restore (see owner_context_enter). */
+typedef struct OwnerContext
+{
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
+} OwnerContext;
+
+/* State of one load while it runs. */
+typedef struct LoadState
+{
+	const Scd2Config *cfg;
+	OwnerContext *oc;
+	Snapshot	snap;
+	Datum		effective_at;
+	double		dim_rows;		/* planner's estimate of the dimension */
+	int64		source_rows;	/* staging rows (after validation) */
+} LoadState;
+
+/* What classification counted, for the metrics (step 4). */
+typedef struct Scd2ClassifyCounts
+{
+	int64		distinct;		/* distinct staged rows of complex keys */
+	int64		kept;			/* kept staged rows */
+	int64		y_applied;		/* rows whose last staged row carried a
+								 * Type 1 overwrite */
+	int64		complex_rows;	/* staging rows of complex keys */
+} Scd2ClassifyCounts;
+
+/* load.c */
+extern char *scd2_load_context(const char *context, const char *line);
+extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
+extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
+								   const char *sql, int expected, const char *what);
+extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
+
+/* load_access.c */
+extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
+								  Oid roleid, bool as_owner);
+extern void scd2_check_relkind(Oid relid, bool dimension);
+extern Oid scd2_relation_owner(Oid relid);
+extern void scd2_owner_context_enter(OwnerContext *oc, Oid owner);
+extern void scd2_owner_context_restrict(OwnerContext *oc);
+extern void scd2_owner_context_unrestrict(OwnerContext *oc);
+extern void scd2_owner_context_leave(OwnerContext *oc);
+
+/* load_validate.c */
+extern char *scd2_sql_validate(const Scd2Config *cfg);
+extern char *scd2_sql_bad_row(const Scd2Config *cfg);
+extern char *scd2_sql_nonfinite_row(const Scd2Config *cfg);
+extern int64 scd2_validate_staging(LoadState *st, bool *several);
+extern void scd2_check_before_current_valid_to(LoadState *st);
+
+/* load_convert.c */
+extern Scd2ConvItem *scd2_conv_items(const Scd2Config *cfg, int *n);
+extern char *scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n);
+extern char *scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item);
+extern char *scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item);
+extern char *scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item);
+extern char *scd2_sql_conv_one(const Scd2ConvItem *item);
+extern void scd2_check_conversions(LoadState *st);
+
+/* load_classify.c */
+extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
+extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
+								bool exclude_keys);
+extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
+extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg,
+									   const char *keys);
+
+extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
+
+/* load_timeline.c */
+extern char *scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys);
+extern char *scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts);
+extern char *scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win,
+							   bool create);
+extern char *scd2_sql_conflict(const Scd2Config *cfg, const char *win);
+extern char *scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win);
+extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys);
+extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
+									   int64 *y_applied, int64 *complex_rows);
+
+/* load_write.c */
+extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
+extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
+extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
+extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
+extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
+extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
+extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
+								 Tuplestorestate *store, TupleDesc desc);
+extern int64 scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m);
+extern void scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store,
+						   TupleDesc desc);
+
+#endif							/* SCD2_LOAD_H */

@@ -1,0 +1,388 @@
+/*
+ * load_write.c -- step 5 and 6 of a load: the change counts, the ONE MERGE
+ * that writes the change set (its processed count must equal the
+ * classified writes), and the change feed (MERGE ... RETURNING on 17+,
+ * read back from the change table before).
+ */
+#include "scd2.h"
+
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "load.h"
+#include "sqlbuild.h"
+
+/* ---------- the write ---------- */
+
+/* Change rows per action, and fast-path rows that count as applied. */
+char *
+scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
+{
+	return psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_INSERT "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_NEW_VERSION "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_CLOSE "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_DELETE "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_SHORTEN "),"
+					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_TYPE1 "),"
+					" pg_catalog.count(*) FILTER (WHERE `_origin = " WT_ORIGIN_FAST " AND `_counts),"
+					" pg_catalog.count(*) FROM %s"), chg);
+}
+
+/*
+ * The one MERGE.  Update copies match their target by business key and
+ * valid_from (the as-of index, unique); insert copies carry a NULL target
+ * and can never match.  An update copy that found no target is not
+ * inserted: the processed count then falls short and the load fails.
+ *
+ * Order matters: the unique partial index on current rows is checked row
+ * by row and cannot be deferred, so a key's old current row must be closed
+ * before its new current version is inserted.  The source is every update
+ * copy, then every insert copy (UNION ALL: an Append runs its inputs in
+ * order, with no sort), and the caller runs the statement with only nested
+ * loops allowed, which keep the (outer) source order.  The physical order
+ * of the change table is no guide: its heap reuses free space.
+ */
+char *
+scd2_sql_merge(const Scd2Config *cfg, const char *chg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, X("MERGE INTO %s t USING (SELECT * FROM %s WHERE `_tvf IS NOT NULL"
+					 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NULL) s ON "),
+					 cfg->dim_sql, chg, chg);
+	scd2_append_key_join(&buf, cfg, "t", "s");
+	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET %s = %s"),
+					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
+	if (cfg->is_current)
+		appendStringInfo(&buf, X(", %s = s.`_cur"), cfg->is_current);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, X(", %s = CASE WHEN s.`_set_y THEN s.%s ELSE t.%s END"),
+						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
+	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT ("));
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
+	scd2_append_payload_cols(&buf, cfg, NULL);
+	appendStringInfo(&buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
+	if (cfg->is_current)
+		appendStringInfo(&buf, ", %s", cfg->is_current);
+	appendStringInfoString(&buf, ") VALUES (");
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	scd2_append_payload_cols(&buf, cfg, "s.");
+	appendStringInfo(&buf, X(", s.`_vf, %s"), scd2_stored_vt(cfg, X("s.`_vt")));
+	if (cfg->is_current)
+		appendStringInfoString(&buf, X(", s.`_cur"));
+	appendStringInfoString(&buf, ")");
+	return buf.data;
+}
+
+/* jsonb_build_object('k1', a.k1, ...) */
+char *
+scd2_key_json_sql(const Scd2Config *cfg, const char *alias)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog.jsonb_build_object(");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "%s%s, %s.%s", i ? ", " : "",
+						 quote_literal_cstr(cfg->keys[i].name), alias, cfg->keys[i].ident);
+	appendStringInfoString(&buf, ")");
+	return buf.data;
+}
+
+/*
+ * SELECT <the change feed> FROM <from> ORDER BY <its order>: one row per
+ * dimension row written, in key and time order, from rows under the alias
+ * c (change-table columns); sk_expr gives the surrogate key.
+ */
+static char *
+feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, X("SELECT c.`_action, CAST(%s AS pg_catalog.int8), %s,"
+					 " CAST(c.`_vf AS pg_catalog.timestamptz), CAST(%s AS pg_catalog.timestamptz)"
+					 " FROM %s ORDER BY "),
+					 sk_expr, scd2_key_json_sql(cfg, "c"), scd2_stored_vt(cfg, X("c.`_vt")), from);
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
+	appendStringInfoString(&buf, X(", c.`_vf, c.`_tvf IS NULL"));
+	return buf.data;
+}
+
+/*
+ * The change feed read back after the MERGE: surrogate keys of inserted
+ * rows are found by (key, valid_from) -- MERGE has no RETURNING before
+ * PostgreSQL 17 (and a dry run writes nothing).
+ */
+char *
+scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
+{
+	StringInfoData from;
+
+	if (!cfg->sk || dry_run)
+		return feed_select(cfg, psprintf("%s c", chg), X("c.`_sk"));
+	initStringInfo(&from);
+	appendStringInfo(&from, X("%s c LEFT JOIN %s d ON c.`_tvf IS NULL AND "), chg, cfg->dim_sql);
+	scd2_append_key_join(&from, cfg, "d", "c");
+	appendStringInfo(&from, X(" AND d.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
+	return feed_select(cfg, from.data, psprintf(X("COALESCE(c.`_sk, d.%s)"), cfg->sk));
+}
+
+/*
+ * PostgreSQL 17+: the MERGE and the change feed in one statement.  The
+ * MERGE returns every change-table row it wrote with the surrogate key of
+ * the dimension row as written; the feed is read from that, in the same
+ * order and columns as scd2_sql_feed, without a second look at the
+ * dimension.  Its row count is the MERGE's processed count.
+ */
+char *
+scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg)
+{
+	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
+
+	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
+					scd2_sql_merge(cfg, chg), sk,
+					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
+}
+
+/*
+ * A staging row whose effective time is at or after the current rows'
+ * valid_to (e.g. '9999-12-31'), as JSON, or none: such a row would make a
+ * version that ends after "forever".
+ */
+char *
+scd2_sql_beyond_current(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text FROM %s s WHERE CAST(%s AS %s) >= %s LIMIT 1",
+					 cfg->stg_sql, cfg->eff_col ? psprintf("s.%s", cfg->eff_col) : "$1",
+					 cfg->vf.type_sql, cfg->current_vt);
+	return buf.data;
+}
+
+/*
+ * Names of the dimension's partial unique indexes (the current-row index:
+ * one current version per key), as a List of C strings.
+ */
+static List *
+current_row_indexes(Oid dim_oid)
+{
+	Relation	rel = table_open(dim_oid, NoLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		if (((Form_pg_index) GETSTRUCT(tup))->indisunique &&
+			!heap_attisnull(tup, Anum_pg_index_indpred, NULL))
+			names = lappend(names, get_rel_name(indexoid));
+		ReleaseSysCache(tup);
+	}
+	return names;
+}
+
+static bool
+name_listed(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (name != NULL && lfirst(lc) != NULL && strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The enabled BEFORE INSERT/UPDATE row triggers of the dimension, quoted
+ * and comma-separated, or NULL: a trigger that returns NULL silently skips
+ * the row the load writes.
+ */
+static char *
+skipping_triggers(Oid dim_oid)
+{
+	Relation	rel = table_open(dim_oid, NoLock);
+	TriggerDesc *td = rel->trigdesc;
+	StringInfoData names;
+	int			ntrig = 0;
+
+	initStringInfo(&names);
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger    *tg = &td->triggers[i];
+
+		if (tg->tgenabled == TRIGGER_DISABLED || !TRIGGER_FOR_ROW(tg->tgtype) ||
+			!TRIGGER_FOR_BEFORE(tg->tgtype) ||
+			!(TRIGGER_FOR_UPDATE(tg->tgtype) || TRIGGER_FOR_INSERT(tg->tgtype)))
+			continue;
+		appendStringInfo(&names, "%s%s", ntrig++ ? ", " : "", quote_identifier(tg->tgname));
+	}
+	table_close(rel, NoLock);
+	return ntrig > 0 ? names.data : NULL;
+}
+
+/* A BEFORE row trigger skipped rows of the load. */
+static void
+report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+			 errmsg("a trigger on dimension %s skipped rows the load writes", cfg->dim_name),
+			 errdetail("%s A BEFORE UPDATE or INSERT row trigger that returns NULL skips the row it fires for; the dimension has %s. Everything was rolled back.",
+					   what, triggers),
+			 errhint("Make the trigger return NEW for the load's updates and inserts (or disable it during loads), then retry the load.")));
+}
+
+/* Copy the change feed rows SPI holds into the caller's tuplestore. */
+static void
+store_feed(Tuplestorestate *store, TupleDesc desc)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5];
+
+		for (int c = 0; c < 5; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
+		tuplestore_putvalues(store, desc, values, nulls);
+	}
+}
+
+/*
+ * Step 5: the one MERGE.  With a feed store on PostgreSQL 17+ the MERGE
+ * returns the change feed as it writes (scd2_sql_merge_feed), which goes
+ * into the store; returns whether it did.  Its errors, like every
+ * statement's of the load, do not show the generated statement
+ * (scd2_load_exec).  A unique violation of the current-row index when a
+ * BEFORE row trigger could have skipped the close of the old current
+ * version, and a processed count other than the classified one,
+ * name the triggers.
+ */
+bool
+scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
+					 TupleDesc desc)
+{
+	const Scd2Config *cfg = st->cfg;
+	bool		feed = SCD2_MERGE_RETURNING && store != NULL;
+	char	   *triggers = skipping_triggers(cfg->dim_oid);
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *current_indexes = NIL;	/* names of the current-row indexes */
+	volatile int64 written = 0;
+
+	/* looked up now: after an error the catalogs are not to be read */
+	if (triggers != NULL)
+		current_indexes = current_row_indexes(cfg->dim_oid);
+
+	PG_TRY();
+	{
+		/* always nested loops: they keep the source's close-first order */
+		scd2_load_exec_probing(st, -1,
+						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE) : scd2_sql_merge(cfg,
+													 CHG_TABLE),
+						  feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
+		written = (int64) SPI_processed;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		char	   *detail;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || triggers == NULL ||
+			!name_listed(current_indexes, edata->constraint_name))
+			PG_RE_THROW();		/* with the load's context (load_exec) */
+		FlushErrorState();
+		detail = pstrdup(edata->detail ? edata->detail : "");
+		if (strlen(detail) > 0 && detail[strlen(detail) - 1] == '.')
+			detail[strlen(detail) - 1] = '\0';
+		report_skipping_trigger(cfg, triggers,
+								psprintf("Unique index \"%s\" refused a new current version (%s): the close of the version it replaces was skipped.",
+										 edata->constraint_name, detail));
+	}
+	PG_END_TRY();
+
+	if (written == total_changes)
+	{
+		if (feed)
+			store_feed(store, desc);
+		return feed;
+	}
+	if (triggers != NULL)
+		report_skipping_trigger(cfg, triggers,
+								psprintf("The load classified %lld row(s) to write but wrote %lld.",
+										 (long long) total_changes, (long long) written));
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("load of %s wrote %lld rows but classified %lld",
+					cfg->dim_name, (long long) written, (long long) total_changes),
+			 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
+			 errhint("Check for triggers or rules on the dimension (or its partitions), then retry the load.")));
+}
+
+/* Step 6: copy the change feed into the caller's tuplestore. */
+void
+scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc)
+{
+	scd2_load_exec(st, scd2_sql_feed(st->cfg, CHG_TABLE, dry_run), SPI_OK_SELECT, "reading the change feed");
+	store_feed(store, desc);
+}
+
+/*
+ * Step 5a: the change set's counts into the metrics; returns the number
+ * of rows the MERGE must process.
+ */
+int64
+scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m)
+{
+	int64		fast_counted;
+	int64		total_changes;
+
+	scd2_load_exec(st, scd2_sql_change_counts(st->cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
+	m->inserted = scd2_spi_int8(0, 1);
+	m->new_versions = scd2_spi_int8(0, 2);
+	m->closed = scd2_spi_int8(0, 3);
+	m->deleted = scd2_spi_int8(0, 4);
+	m->shortened = scd2_spi_int8(0, 5);
+	m->type1_updated = scd2_spi_int8(0, 6);
+	fast_counted = scd2_spi_int8(0, 7);
+	total_changes = scd2_spi_int8(0, 8);
+	m->duplicates = cc->complex_rows - cc->distinct;
+	m->unchanged = (m->source_rows - cc->complex_rows - fast_counted) +
+		(cc->distinct - cc->kept - cc->y_applied);
+	return total_changes;
+}

@@ -1,0 +1,52 @@
+/*
+ * revert.h -- what the files of scd2.revert share (fn_revert.c, revert_run.c).
+ */
+#ifndef SCD2_REVERT_H
+#define SCD2_REVERT_H
+
+#include "scd2.h"
+
+/* A run as the change log and the audit log know it. */
+typedef struct Run
+{
+	int64		run_id;
+	char	   *status;
+	char	   *dim_text;		/* the audit row's dimension */
+	char	   *stg_text;
+	bool		has_eff;
+	TimestampTz effective_at;
+	bool		has_header;
+	Oid			dim_oid;
+	Datum		key_columns;	/* name[] */
+	Datum		bookkeeping;	/* name[]: valid_from, valid_to */
+	Datum		is_current;		/* name[]: is_current column, or empty */
+	Datum		surrogate_key;	/* name[]: surrogate key column, or empty */
+	Datum		type1_columns;	/* name[] */
+	bool		logged;
+	char	   *pruned_at;
+	char	   *reverted_by;
+	char	   *current_valid_to;	/* the registration's, as text */
+} Run;
+
+/* What revert reads of a run's change log, as arrays. */
+typedef struct Logged
+{
+	int64		ninserted;
+	Datum		ins_keys;		/* jsonb[] */
+	Datum		ins_vf;			/* timestamptz[] */
+	int64		nupdated;
+	Datum		upd_keys;
+	Datum		upd_vf;
+	Datum		upd_vt;			/* old valid_to */
+	Datum		upd_cur;		/* old is_current */
+	Datum		upd_type1;		/* old Type 1 values, jsonb */
+} Logged;
+
+/* revert_run.c */
+extern void scd2_revert_read_run(int64 run_id, bool read_only, Run *run);
+extern void scd2_revert_require_change_log(const Run *run);
+extern void scd2_revert_require_revertible(const Run *run);
+extern char *scd2_revert_later_runs(const Run *run);
+extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
+
+#endif							/* SCD2_REVERT_H */

@@ -1,0 +1,201 @@
+/*
+ * revert_run.c -- what scd2.revert reads before it writes (fn_revert.c),
+ * and scd2.changes (fn_changes.c) too:
+ * the run (its audit row and change-log header), the refusals (unknown,
+ * failed, dry, already reverted, no or pruned change log, not the newest
+ * load), and the run's change log itself.
+ */
+#include "scd2.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "revert.h"
+
+/*
+ * A run as the audit log and its change-log header know it; an error when
+ * there is no such run.  read_only as for SPI (scd2.changes reads with
+ * the caller's snapshot; revert reads again under its lock).
+ */
+void
+scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	rc = SPI_execute_with_args(
+		"SELECT a.status, a.dimension, a.staging, a.effective_at, r.run_id IS NOT NULL,"
+		"       r.dimension::pg_catalog.oid, r.key_columns,"
+		"       ARRAY[r.valid_from_column, r.valid_to_column],"
+		"       pg_catalog.array_remove(ARRAY[r.is_current_column], NULL),"
+		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL),"
+		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by, r.current_valid_to"
+		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
+		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
+		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, read_only, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld does not exist", (long long) run_id),
+				 errhint("The run ids of the loads are in scd2.audit_log.")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	memset(run, 0, sizeof(*run));
+	run->run_id = run_id;
+	run->status = SPI_getvalue(tup, desc, 1);
+	run->dim_text = SPI_getvalue(tup, desc, 2);
+	run->stg_text = SPI_getvalue(tup, desc, 3);
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	run->has_eff = !isnull;
+	if (!isnull)
+		run->effective_at = DatumGetTimestampTz(d);
+	run->has_header = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	if (!run->has_header)
+		return;
+	run->dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	run->key_columns = datumCopy(SPI_getbinval(tup, desc, 7, &isnull), false, -1);
+	run->bookkeeping = datumCopy(SPI_getbinval(tup, desc, 8, &isnull), false, -1);
+	run->is_current = datumCopy(SPI_getbinval(tup, desc, 9, &isnull), false, -1);
+	run->surrogate_key = datumCopy(SPI_getbinval(tup, desc, 10, &isnull), false, -1);
+	run->type1_columns = datumCopy(SPI_getbinval(tup, desc, 11, &isnull), false, -1);
+	run->logged = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+	run->pruned_at = SPI_getvalue(tup, desc, 13);
+	run->reverted_by = SPI_getvalue(tup, desc, 14);
+	run->current_valid_to = SPI_getvalue(tup, desc, 15);
+}
+
+/*
+ * A run whose change log can be read: the change log exists and was not
+ * pruned.  (scd2.changes needs this much; revert more.)
+ */
+void
+scd2_revert_require_change_log(const Run *run)
+{
+	long long	id = (long long) run->run_id;
+
+	if (!run->has_header)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no change log", id),
+				 errdetail(strcmp(run->status, "success") == 0 ?
+						   "Run %lld was loaded before scd2 0.3, which began keeping a change log." :
+						   "Run %lld is not a load that wrote the dimension (its status is %s).",
+						   id, run->status)));
+	if (!run->logged)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no change log", id),
+				 errdetail("Run %lld was loaded with scd2.change_log = off.", id)));
+	if (run->pruned_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the change log of run %lld was pruned", id),
+				 errdetail("scd2.prune_change_log removed it at %s; a pruned run can no longer be reverted or read back.",
+						   run->pruned_at)));
+}
+
+/* Refuse what revert cannot undo (before and again after the lock). */
+void
+scd2_revert_require_revertible(const Run *run)
+{
+	long long	id = (long long) run->run_id;
+
+	if (strcmp(run->status, "reverted") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld was already reverted", id),
+				 run->reverted_by ? errdetail("Run %s reverted it.", run->reverted_by) : 0));
+	if (strcmp(run->status, "revert") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is a revert, which cannot be reverted", id),
+				 errhint("To apply the reverted batch again, load it again.")));
+	if (strcmp(run->status, "success") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is not a successful load", id),
+				 errdetail("Its status is %s: it wrote nothing to revert.", run->status)));
+	scd2_revert_require_change_log(run);
+}
+
+/* The later successful loads of the dimension, or NULL. */
+char *
+scd2_revert_later_runs(const Run *run)
+{
+	Oid			argtypes[2] = {INT8OID, OIDOID};
+	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
+	int			rc;
+
+	rc = SPI_execute_with_args(
+		"SELECT pg_catalog.string_agg(r.run_id::pg_catalog.text, ', ' ORDER BY r.run_id)"
+		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
+		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
+		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'",
+		2, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading later runs failed: %s", SPI_result_code_string(rc));
+	return scd2_spi_text(0, 1);
+}
+
+/* The change log of a run (as the extension owner: PUBLIC cannot read it). */
+void
+scd2_revert_read_change_log(int64 run_id, Logged *lg)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+	Scd2SavedUser saved;
+	int			rc;
+	bool		isnull;
+	Datum	   *out[7] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
+	&lg->upd_cur, &lg->upd_type1};
+	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
+
+	scd2_become_extension_owner(&saved);
+	rc = SPI_execute_with_args(
+		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.inserted),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_valid_to) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
+		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, true, 1);
+	scd2_restore_user(&saved);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
+	for (int i = 0; i < 7; i++)
+		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
+							false, -1);
+	lg->ninserted = scd2_spi_int8(0, 3);
+	lg->nupdated = scd2_spi_int8(0, 9);
+}
+

@@ -1,0 +1,296 @@
+/*
+ * sqlbuild.c -- the small builders every generated statement of a load is
+ * made of: internal names, column lists, key joins, the staging rows.
+ *
+ * Every identifier comes from the catalogs and is quoted; every operator
+ * is either pg_catalog's or named by its schema (OPERATOR(s.=)); values go
+ * in as parameters ($1 is the load's effective_at).  The statements run
+ * with search_path pinned to pg_catalog, pg_temp.
+ */
+#include "scd2.h"
+
+#include "access/tupdesc.h"
+#include "utils/builtins.h"
+
+#include "sqlbuild.h"
+
+/*
+ * Internal names.  Every column the generated SQL adds to a relation of its
+ * own (the work tables, the normalised staging, the CTEs and subqueries)
+ * is written in the templates (load_*.c, worktable.c) as "`_name" and
+ * expands to the load's prefix followed by "_name" (cfg->px, "scd2"
+ * unless a user column starts with "scd2_"; scd2_choose_internal_prefix
+ * below picks one no column of the dimension or the staging table starts
+ * with).  User columns keep their own names there, so
+ * no legal column name can be ambiguous or duplicated.  Table aliases and
+ * CTE names (s, s0, d, d2, h, c, c1, cls, v, x, m, mx, cs, km, rel, r, o,
+ * k, e, kp, g, p, t, w) are only ever used as qualifiers, never as bare
+ * names (a whole-row reference is written s.*), so a column of the same
+ * name never takes their place; window names (w, l, wk) live in their own
+ * namespace.  sql-tests/load_names.sql loads a dimension with a column
+ * named after each of them and after each internal column's short name.
+ */
+char *
+scd2_expand_names(const Scd2Config *cfg, const char *tmpl)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const char *c = tmpl; *c; c++)
+		if (*c == '`')
+			appendStringInfoString(&buf, cfg->px);
+		else
+			appendStringInfoChar(&buf, *c);
+	return buf.data;
+}
+
+/* "p.c1, p.c2" (or "c1, c2" without prefix). */
+void
+scd2_append_cols(StringInfo buf, const Scd2Column *cols, int n, const char *prefix)
+{
+	for (int i = 0; i < n; i++)
+		appendStringInfo(buf, "%s%s%s", i ? ", " : "",
+						 prefix ? prefix : "", cols[i].ident);
+}
+
+/* ", p.c1, p.c2" -- the same with a leading separator when n > 0. */
+void
+scd2_append_more_cols(StringInfo buf, const Scd2Column *cols, int n, const char *prefix)
+{
+	if (n > 0)
+	{
+		appendStringInfoString(buf, ", ");
+		scd2_append_cols(buf, cols, n, prefix);
+	}
+}
+
+/* ", CAST(NULL AS type) AS c..." */
+void
+scd2_append_null_cols(StringInfo buf, const Scd2Column *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+		appendStringInfo(buf, ", CAST(NULL AS %s) AS %s", cols[i].type_sql, cols[i].ident);
+}
+
+/* ", c1 type1 COLLATE x, c2 ..." for CREATE TABLE. */
+void
+scd2_append_col_defs(StringInfo buf, const Scd2Column *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+		appendStringInfo(buf, ", %s %s%s", cols[i].ident, cols[i].type_sql,
+						 cols[i].collate_sql);
+}
+
+/* NULL-safe equality of two expressions of one column's type. */
+static void
+append_eq(StringInfo buf, const Scd2Column *col, const char *a, const char *b)
+{
+	if (col->eqop_sql == NULL)
+		/* no equality operator (json, xml, ...): compare the text forms */
+		appendStringInfo(buf,
+						 "(CAST(%s AS pg_catalog.text) IS NOT DISTINCT FROM CAST(%s AS pg_catalog.text))",
+						 a, b);
+	else
+		appendStringInfo(buf,
+						 "(CASE WHEN %s IS NULL OR %s IS NULL THEN %s IS NULL AND %s IS NULL"
+						 " ELSE %s %s %s END)",
+						 a, b, a, b, a, col->eqop_sql, b);
+}
+
+
+/* AND of NULL-safe equalities a.c_i = b._<tag>i (positional partner). */
+void
+scd2_append_eq_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Column *cols, int n,
+					 const char *aprefix, const char *bprefix, const char *tag)
+{
+	if (n == 0)
+		appendStringInfoString(buf, "true");
+	for (int i = 0; i < n; i++)
+	{
+		if (i)
+			appendStringInfoString(buf, " AND ");
+		append_eq(buf, &cols[i], psprintf("%s%s", aprefix, cols[i].ident),
+				  psprintf("%s%s_%s%d", bprefix, cfg->px, tag, i + 1));
+	}
+}
+
+/* Business-key equality a.k = b.k (keys are never NULL). */
+void
+scd2_append_key_join(StringInfo buf, const Scd2Config *cfg, const char *a, const char *b)
+{
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(buf, "%s%s.%s %s %s.%s", i ? " AND " : "",
+						 a, cfg->keys[i].ident, cfg->keys[i].eqop_sql,
+						 b, cfg->keys[i].ident);
+}
+
+/* The predicate "alias is the current version". */
+char *
+scd2_current_pred(const Scd2Config *cfg, const char *alias)
+{
+	if (cfg->infinity)
+		return psprintf("%s.%s OPERATOR(pg_catalog.=) %s",
+						alias, cfg->vt.ident, cfg->current_vt);
+	return psprintf("%s.%s IS NULL", alias, cfg->vt.ident);
+}
+
+/* valid_to of an existing row, with the current convention mapped to NULL. */
+char *
+scd2_open_vt(const Scd2Config *cfg, const char *alias)
+{
+	if (cfg->infinity)
+		return psprintf("NULLIF(%s.%s, %s)",
+						alias, cfg->vt.ident, cfg->current_vt);
+	return psprintf("%s.%s", alias, cfg->vt.ident);
+}
+
+/* The stored valid_to for a logical end (NULL = open). */
+char *
+scd2_stored_vt(const Scd2Config *cfg, const char *expr)
+{
+	if (cfg->infinity)
+		return psprintf("COALESCE(%s, %s)", expr, cfg->current_vt);
+	return pstrdup(expr);
+}
+
+/*
+ * The staging table normalised: columns cast to the dimension's types,
+ * the effective time as _t, the delete marker folded into _present.
+ */
+void
+scd2_append_all_staging(StringInfo buf, const Scd2Config *cfg)
+{
+	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
+	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
+
+	appendStringInfoString(buf, "(SELECT ");
+	/* a column already of the exact type is read as is (no per-row cast) */
+	for (int g = 0; g < 4; g++)
+		for (int i = 0; i < counts[g]; i++)
+			if (groups[g][i].stg_exact)
+				appendStringInfo(buf, "s.%s, ", groups[g][i].ident);
+			else
+				appendStringInfo(buf, "CAST(s.%s AS %s)%s AS %s, ",
+								 groups[g][i].ident, groups[g][i].type_sql,
+								 groups[g][i].collate_sql, groups[g][i].ident);
+	if (cfg->eff_col)
+		appendStringInfo(buf, X("CAST(s.%s AS %s) AS `_t, "), cfg->eff_col, cfg->vf.type_sql);
+	else
+		appendStringInfo(buf, X("CAST($1 AS %s) AS `_t, "), cfg->vf.type_sql);
+	if (cfg->del_col)
+		appendStringInfo(buf, X("NOT COALESCE(s.%s, false) AS `_present"), cfg->del_col);
+	else
+		appendStringInfoString(buf, X("true AS `_present"));
+	appendStringInfo(buf, " FROM %s s)", cfg->stg_sql);
+}
+
+/*
+ * The staging rows a load classifies: all of them, or with timestamp
+ * detection (dbt's timestamp strategy) only the rows later than the key's
+ * history -- after the start of its latest version and not before that
+ * version's end -- the others are ignored (counted as unchanged).
+ */
+void
+scd2_append_normalized_staging(StringInfo buf, const Scd2Config *cfg)
+{
+	if (!cfg->detect_timestamp)
+	{
+		scd2_append_all_staging(buf, cfg);
+		return;
+	}
+	appendStringInfoString(buf, "(SELECT * FROM ");
+	scd2_append_all_staging(buf, cfg);
+	appendStringInfo(buf, X(" s WHERE NOT EXISTS (SELECT 1 FROM (SELECT h.%s AS `_hvf, %s AS `_hvt FROM %s h WHERE "),
+					 cfg->vf.ident, scd2_open_vt(cfg, "h"), cfg->dim_sql);
+	scd2_append_key_join(buf, cfg, "h", "s");
+	appendStringInfo(buf, X(" ORDER BY h.%s DESC LIMIT 1) l WHERE l.`_hvf >= s.`_t OR l.`_hvt > s.`_t))"),
+					 cfg->vf.ident);
+}
+
+/* All loaded non-key columns: tracked, Type 1, other. */
+void
+scd2_append_payload_cols(StringInfo buf, const Scd2Config *cfg, const char *prefix)
+{
+	scd2_append_more_cols(buf, cfg->tracked, cfg->ntracked, prefix);
+	scd2_append_more_cols(buf, cfg->type1, cfg->ntype1, prefix);
+	scd2_append_more_cols(buf, cfg->other, cfg->nother, prefix);
+}
+
+/* "PARTITION BY k1, k2" */
+char *
+scd2_partition_by_keys(const Scd2Config *cfg)
+{
+	StringInfoData part;
+
+	initStringInfo(&part);
+	appendStringInfoString(&part, "PARTITION BY ");
+	scd2_append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+	return part.data;
+}
+
+/*
+ * Whether the business key sorts cheaply: no key column is collatable, so
+ * a sort compares Datums with the type's own comparator rather than the
+ * locale's (PostgreSQL 15 does not abbreviate text under libc locales, and
+ * sorting 200k text keys with strcoll costs more than it saves).
+ */
+bool
+scd2_keys_sort_cheaply(const Scd2Config *cfg)
+{
+	for (int i = 0; i < cfg->nkeys; i++)
+		if (!cfg->keys[i].sortable || OidIsValid(cfg->keys[i].collid))
+			return false;
+	return true;
+}
+
+/* The staging key as JSON, from the staging columns themselves. */
+char *
+scd2_staging_key_json(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "CAST(pg_catalog.jsonb_build_object(");
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&buf, "%s%s, s.%s", i ? ", " : "",
+						 quote_literal_cstr(cfg->keys[i].name), cfg->keys[i].ident);
+	appendStringInfoString(&buf, ") AS pg_catalog.text)");
+	return buf.data;
+}
+
+/* Whether some column of the relation starts with prefix. */
+static bool
+has_column_prefixed(TupleDesc desc, const char *prefix)
+{
+	size_t		len = strlen(prefix);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strncmp(NameStr(att->attname), prefix, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The prefix of the generated SQL's internal column names :
+ * "scd2", or "scd2_2", "scd2_3", ... when a column of the dimension or the
+ * staging table starts with that prefix and "_" -- so an internal name
+ * never equals a user column's, whatever the user named them.
+ */
+char *
+scd2_choose_internal_prefix(TupleDesc dim, TupleDesc stg)
+{
+	char	   *px = "scd2";
+
+	for (int n = 2;; n++)
+	{
+		char	   *probe = psprintf("%s_", px);
+
+		if (!has_column_prefixed(dim, probe) && !has_column_prefixed(stg, probe))
+			return px;
+		px = psprintf("scd2_%d", n);
+	}
+}

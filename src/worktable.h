@@ -1,0 +1,116 @@
+/*
+ * worktable.h -- the load's work tables (worktable.c creates them).
+ */
+#ifndef SCD2_WORKTABLE_H
+#define SCD2_WORKTABLE_H
+
+#include "scd2.h"
+
+#include "lib/stringinfo.h"
+
+/*
+ * Work tables of a load, in the session's temporary schema, dropped at the
+ * end of a successful load (ON COMMIT DROP as well; a failed load's are
+ * rolled back with it).  Names a user is unlikely to choose: a user's own
+ * temporary table of that name makes the load fail at CREATE, never
+ * dropped or read by it.
+ */
+#define KEYS_TABLE	"pg_temp.\"scd2 work: keys\""
+#define CHG_TABLE	"pg_temp.\"scd2 work: changes\""
+#define PTS_TABLE	"pg_temp.\"scd2 work: points\""
+#define WIN_TABLE	"pg_temp.\"scd2 work: window\""
+
+/*
+ * The work tables' own columns, declared once (worktable.c): each table's
+ * spec emits its CREATE and its INSERT column list.  After them come the
+ * business key columns, and for the change and points tables the payload
+ * (tracked, Type 1, other), under the dimension's own names.  Internal
+ * names are written "`_name" (sqlbuild.c: the load's prefix).
+ *
+ *   keys    `_n       staging rows of the key (0: a snapshot deletion)
+ *           `_snap    the key is there for the snapshot's deletion
+ *   changes `_action  what the MERGE does (WT_ACT_*)
+ *           `_origin  which path classified the row (WT_ORIGIN_*)
+ *           `_counts  a fast-path row that counts as an applied staging row
+ *           `_tvf     update copy: the target row's valid_from; insert
+ *                     copy: NULL (the MERGE never matches it)
+ *           `_sk      update copy: the target row's surrogate key
+ *           `_vf, `_vt  the row's validity as written
+ *           `_cur     is_current as written
+ *           `_set_y   the update copy overwrites the Type 1 columns
+ *   points  `_t       the point's instant
+ *           `_prio    what the point is (WT_PRIO_*), and its order at `_t
+ *           `_present the point carries a version (not a deletion)
+ *           `_ovt     an existing version's valid_to (else NULL)
+ *           `_sk      an existing version's surrogate key
+ *           `_stg     the point is a staged row
+ */
+typedef enum WorkType
+{
+	WT_TEXT,
+	WT_CHAR,
+	WT_BOOL,
+	WT_INT4,
+	WT_INT8,
+	WT_VF,						/* valid_from's type */
+	WT_VT						/* valid_to's type */
+} WorkType;
+
+typedef struct WorkColumn
+{
+	const char *name;			/* "`_name" */
+	WorkType	type;
+} WorkColumn;
+
+typedef struct WorkTable
+{
+	const char *table;			/* KEYS_TABLE, ... */
+	const WorkColumn *cols;
+	int			ncols;
+	bool		payload;		/* the payload columns follow the keys */
+} WorkTable;
+
+extern const WorkTable scd2_wt_keys;
+extern const WorkTable scd2_wt_changes;
+extern const WorkTable scd2_wt_points;
+
+/* `_action of a change row: what the MERGE does with it. */
+#define WT_ACT_INSERT		"'insert'"		/* first version of a new key */
+#define WT_ACT_NEW_VERSION	"'new_version'"	/* a later version */
+#define WT_ACT_CLOSE		"'close'"		/* end the version (a change follows) */
+#define WT_ACT_DELETE		"'delete'"		/* end the version (deleted key) */
+#define WT_ACT_SHORTEN		"'shorten'"		/* end an existing version earlier */
+#define WT_ACT_TYPE1		"'type1'"		/* overwrite the Type 1 columns only */
+#define WT_ACT_COMPLEX		"'complex'"		/* placeholder: the key goes the
+											 * general way (never written) */
+
+/* `_cls of a staging row on the fast path (load_classify.c). */
+#define WT_CLS_NEW			"'new'"			/* key not in the dimension */
+#define WT_CLS_CHANGE		"'change'"		/* a tracked column changed */
+#define WT_CLS_TYPE1		"'type1'"		/* only Type 1 columns changed */
+#define WT_CLS_DELETE		"'delete'"		/* the row deletes its key */
+#define WT_CLS_RETURN		"'return'"		/* a closed key comes back */
+#define WT_CLS_UNCHANGED	"'unchanged'"
+#define WT_CLS_COMPLEX		"'complex'"		/* late or same-instant row */
+
+/* `_w: the fast path's two copies of a classified row. */
+#define WT_COPY_UPDATE		"1"				/* closes or updates the target row */
+#define WT_COPY_INSERT		"2"				/* the new version */
+
+/* `_origin of a change row. */
+#define WT_ORIGIN_FAST		"'F'"			/* the fast path */
+#define WT_ORIGIN_COMPLEX	"'C'"			/* the general path */
+
+/* `_prio of a timeline point; at one instant they sort in this order. */
+#define WT_PRIO_GAP			"0"				/* a gap starts: a closed version ended */
+#define WT_PRIO_VERSION		"1"				/* an existing version starts */
+#define WT_PRIO_STAGED		"2"				/* a staged row */
+
+/* worktable.c */
+extern char *scd2_sql_create_work_table(const Scd2Config *cfg, const WorkTable *wt);
+extern void scd2_append_work_insert(StringInfo buf, const Scd2Config *cfg, const WorkTable *wt,
+									const char *table, bool with_payload);
+extern void scd2_drop_work_tables(void);
+extern void scd2_create_work_tables(const Scd2Config *cfg);
+
+#endif							/* SCD2_WORKTABLE_H */
