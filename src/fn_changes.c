@@ -63,12 +63,9 @@ read_logged_rows(int64 run_id, Datum *arrays)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
-	Scd2SavedUser saved;
 	bool		isnull;
-	int			rc;
 
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(
+	scd2_spi_exec_as_extension_owner(
 		"SELECT COALESCE(pg_catalog.array_agg(c.action ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.inserted ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.surrogate_key ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
@@ -76,10 +73,7 @@ read_logged_rows(int64 run_id, Datum *arrays)
 		"       COALESCE(pg_catalog.array_agg(c.valid_from ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_to ORDER BY c.business_key, c.valid_from, c.inserted), '{}')"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, true, 1);
-	scd2_restore_user(&saved);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
+		1, argtypes, values, true, SPI_OK_SELECT, "reading the change log");
 	for (int i = 0; i < 6; i++)
 		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
 							  false, -1);
@@ -206,20 +200,15 @@ prune_runs(Datum runs)
 {
 	Oid			rtypes[1] = {INT8ARRAYOID};
 	Datum		rvalues[1] = {runs};
-	Scd2SavedUser saved;
-	int			rc;
-	int			rc2;
 
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args("DELETE FROM scd2.change_log"
-							   " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-							   1, rtypes, rvalues, NULL, false, 0);
-	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
-								" WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-								1, rtypes, rvalues, NULL, false, 0);
-	scd2_restore_user(&saved);
-	if (rc != SPI_OK_DELETE || rc2 != SPI_OK_UPDATE)
-		elog(ERROR, "scd2: pruning the change log failed");
+	scd2_spi_exec_as_extension_owner("DELETE FROM scd2.change_log"
+									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+									 1, rtypes, rvalues, false, SPI_OK_DELETE,
+									 "pruning the change log");
+	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
+									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+									 1, rtypes, rvalues, false, SPI_OK_UPDATE,
+									 "marking pruned runs");
 }
 
 /*

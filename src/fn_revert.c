@@ -156,8 +156,6 @@ keep_surrogate_keys(int64 run_id)
 	int			lbs[1] = {1};
 	Oid			argtypes[4] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID};
 	Datum		values[4];
-	Scd2SavedUser saved;
-	int			rc;
 	bool		isnull;
 
 	for (uint64 i = 0; i < n; i++)
@@ -172,16 +170,13 @@ keep_surrogate_keys(int64 run_id)
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[3] = PointerGetDatum(construct_md_array(sk, sknull, 1, dims, lbs, INT8OID, sizeof(int64),
 												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args("UPDATE scd2.change_log c SET surrogate_key = r.sk"
-							   "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS r(k, vf, sk)"
-							   " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
-							   "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
-							   "   AND c.valid_from OPERATOR(pg_catalog.=) r.vf",
-							   4, argtypes, values, NULL, false, 0);
-	scd2_restore_user(&saved);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "scd2: keeping the surrogate keys of reverted rows failed: %s", SPI_result_code_string(rc));
+	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log c SET surrogate_key = r.sk"
+									 "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS r(k, vf, sk)"
+									 " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
+									 "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
+									 "   AND c.valid_from OPERATOR(pg_catalog.=) r.vf",
+									 4, argtypes, values, false, SPI_OK_UPDATE,
+									 "keeping the surrogate keys of reverted rows");
 }
 
 /* The dimension touched exactly the rows the change log names, or an error. */
@@ -203,20 +198,15 @@ mark_reverted(int64 run_id, int64 revert_id)
 {
 	Oid			argtypes[2] = {INT8OID, INT8OID};
 	Datum		values[2] = {Int64GetDatum(run_id), Int64GetDatum(revert_id)};
-	Scd2SavedUser saved;
-	int			rc1;
-	int			rc2;
 
-	scd2_become_extension_owner(&saved);
-	rc1 = SPI_execute_with_args("UPDATE scd2.audit_log SET status = 'reverted'"
-								" WHERE run_id OPERATOR(pg_catalog.=) $1",
-								2, argtypes, values, NULL, false, 0);
-	rc2 = SPI_execute_with_args("UPDATE scd2.change_log_runs SET reverted_by = $2"
-								" WHERE run_id OPERATOR(pg_catalog.=) $1",
-								2, argtypes, values, NULL, false, 0);
-	scd2_restore_user(&saved);
-	if (rc1 != SPI_OK_UPDATE || rc2 != SPI_OK_UPDATE)
-		elog(ERROR, "scd2: marking run %lld reverted failed", (long long) run_id);
+	scd2_spi_exec_as_extension_owner("UPDATE scd2.audit_log SET status = 'reverted'"
+									 " WHERE run_id OPERATOR(pg_catalog.=) $1",
+									 2, argtypes, values, false, SPI_OK_UPDATE,
+									 "marking the reverted run in the audit log");
+	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log_runs SET reverted_by = $2"
+									 " WHERE run_id OPERATOR(pg_catalog.=) $1",
+									 2, argtypes, values, false, SPI_OK_UPDATE,
+									 "marking the reverted run in the change log");
 }
 
 /* The dimension columns a run's change log names. */

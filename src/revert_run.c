@@ -169,15 +169,12 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
-	Scd2SavedUser saved;
-	int			rc;
 	bool		isnull;
 	Datum	   *out[7] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
 	&lg->upd_cur, &lg->upd_type1};
 	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
 
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(
+	scd2_spi_exec_as_extension_owner(
 		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE c.inserted),"
@@ -188,10 +185,7 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, true, 1);
-	scd2_restore_user(&saved);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the change log failed: %s", SPI_result_code_string(rc));
+		1, argtypes, values, true, SPI_OK_SELECT, "reading the change log");
 	for (int i = 0; i < 7; i++)
 		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
 							false, -1);

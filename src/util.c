@@ -157,6 +157,26 @@ scd2_restore_user(const Scd2SavedUser *saved)
 	SetUserIdAndSecContext(saved->userid, saved->sec);
 }
 
+/*
+ * One statement on scd2's own tables, as the extension owner; its result
+ * code must be expected (else an error naming what).  Returns
+ * SPI_processed.
+ */
+uint64
+scd2_spi_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
+								 bool read_only, int expected, const char *what)
+{
+	Scd2SavedUser saved;
+	int			rc;
+
+	scd2_become_extension_owner(&saved);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+	scd2_restore_user(&saved);
+	if (rc != expected)
+		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
 /* "schema"."table", quoted as needed. */
 static char *
 qualified_name(Oid relid)
