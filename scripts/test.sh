@@ -17,6 +17,8 @@
 # failure on any version fails the run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=results.sh
+source "$here/results.sh"
 
 if [ $# -gt 0 ]; then
     targets=("$@")
@@ -27,7 +29,6 @@ else
 fi
 
 passed=0 failed=0 skipped=0 summary=""
-RESULT='^pg[0-9]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$'
 for target in "${targets[@]}"; do
     started=$SECONDS
     out=$(mktemp)
@@ -45,7 +46,7 @@ for target in "${targets[@]}"; do
     ) 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     secs=$((SECONDS - started))
-    line=$(grep -E "$RESULT" "$out" | tail -1)
+    line=$(result_line "$out" 'pg[0-9]+')
     rm -f "$out"
     if [ "$rc" = 3 ]; then
         echo "=================================================================="
@@ -62,9 +63,7 @@ for target in "${targets[@]}"; do
   $target: broke before its closing line (exit $rc, ${secs}s)"
         continue
     fi
-    p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
-    f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
-    s=$(sed -E 's/.* ([0-9]+) skipped$/\1/' <<<"$line")
+    read -r p f s <<<"$(result_counts "$line")"
     [ "$rc" = 0 ] || [ "$f" != 0 ] || f=1
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     summary="$summary

@@ -7,6 +7,8 @@
 #   pgNN: N passed, M failed, K skipped
 # scripts/test.sh calls it once per version; it can be run alone.
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=results.sh
+source "$(dirname "$0")/results.sh"
 
 ensure_deps
 log "PostgreSQL $("$PG_CONFIG" --version | sed 's/^PostgreSQL //') ($PG_CONFIG)"
@@ -23,7 +25,6 @@ trap cluster_stop EXIT
 
 passed=0 failed=0 skipped=0 broken=""
 LOGDIR=$(mktemp -d)
-RESULT='^[a-z_0-9]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$'
 
 # Run one suite; count its tests from what it prints: pg_regress's lines
 # for each test, or a script's closing "N passed, M failed[, K skipped]".
@@ -37,13 +38,8 @@ run_suite() {
     # "ok 3 - x" / "not ok 3 - x".
     p=$(grep -cE '\.\.\. +ok|^ok [0-9]+ ' "$out" || true)
     f=$(grep -cE '\.\.\. +FAILED|^not ok [0-9]+ ' "$out" || true)
-    line=$(grep -E "$RESULT" "$out" | tail -1 || true)
-    if [ -n "$line" ]; then
-        p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
-        f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
-        s=$(sed -nE 's/.* ([0-9]+) skipped$/\1/p' <<<"$line")
-        s=${s:-0}
-    fi
+    line=$(result_line "$out" || true)
+    [ -z "$line" ] || read -r p f s <<<"$(result_counts "$line")"
     if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     [ "$rc" = 0 ] || broken="$broken $name"

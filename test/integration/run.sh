@@ -11,6 +11,8 @@
 # then one line `integration: N passed, M failed`.
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../../scripts/results.sh
+source "$here/../../scripts/results.sh"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -24,16 +26,14 @@ passed=0 failed=0 skipped=0
 for t in pg_cron dump_restore; do
     echo "== $t"
     cat "$out/$t"
-    line=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out/$t" | tail -1)
+    line=$(result_line "$out/$t")
     if [ -z "$line" ]; then
         echo "$t: no result line (the script broke)"
         failed=$((failed + 1))
         continue
     fi
-    p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
-    f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
-    s=$(sed -nE 's/.* ([0-9]+) skipped$/\1/p' <<<"$line")
-    skipped=$((skipped + ${s:-0}))
+    read -r p f s <<<"$(result_counts "$line")"
+    skipped=$((skipped + s))
     passed=$((passed + p))
     failed=$((failed + f))
 done
