@@ -73,7 +73,7 @@ read_logged_rows(int64 run_id, Datum *arrays)
 		"       COALESCE(pg_catalog.array_agg(c.valid_from ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_to ORDER BY c.business_key, c.valid_from, c.inserted), '{}')"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, true, SPI_OK_SELECT, "reading the change log");
+		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
 	for (int i = 0; i < 6; i++)
 		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
 							  false, -1);
@@ -203,11 +203,11 @@ prune_runs(Datum runs)
 
 	scd2_spi_exec_as_extension_owner("DELETE FROM scd2.change_log"
 									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-									 1, rtypes, rvalues, false, SPI_OK_DELETE,
+									 1, rtypes, rvalues, NULL, false, SPI_OK_DELETE,
 									 "pruning the change log");
 	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
 									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
-									 1, rtypes, rvalues, false, SPI_OK_UPDATE,
+									 1, rtypes, rvalues, NULL, false, SPI_OK_UPDATE,
 									 "marking pruned runs");
 }
 

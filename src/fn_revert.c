@@ -175,7 +175,7 @@ keep_surrogate_keys(int64 run_id)
 									 " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
 									 "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
 									 "   AND c.valid_from OPERATOR(pg_catalog.=) r.vf",
-									 4, argtypes, values, false, SPI_OK_UPDATE,
+									 4, argtypes, values, NULL, false, SPI_OK_UPDATE,
 									 "keeping the surrogate keys of reverted rows");
 }
 
@@ -201,11 +201,11 @@ mark_reverted(int64 run_id, int64 revert_id)
 
 	scd2_spi_exec_as_extension_owner("UPDATE scd2.audit_log SET status = 'reverted'"
 									 " WHERE run_id OPERATOR(pg_catalog.=) $1",
-									 2, argtypes, values, false, SPI_OK_UPDATE,
+									 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
 									 "marking the reverted run in the audit log");
 	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log_runs SET reverted_by = $2"
 									 " WHERE run_id OPERATOR(pg_catalog.=) $1",
-									 2, argtypes, values, false, SPI_OK_UPDATE,
+									 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
 									 "marking the reverted run in the change log");
 }
 

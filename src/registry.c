@@ -41,22 +41,6 @@ require_owner(Oid relid)
 				 errhint("Only the owner of a dimension can register or unregister it.")));
 }
 
-/* Run registry SQL as the extension owner. */
-static int
-exec_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			  const char *nulls)
-{
-	Scd2SavedUser saved;
-	int			rc;
-	int			pin = scd2_pin_search_path();
-
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	scd2_restore_user(&saved);
-	scd2_unpin(pin);
-	return rc;
-}
-
 Datum
 scd2_registry_store(PG_FUNCTION_ARGS)
 {
@@ -67,7 +51,6 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 	Oid			argtypes[14];
 	Datum		values[14];
 	char		nulls[14];
-	int			rc;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -88,7 +71,7 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	rc = exec_as_owner(
+	scd2_spi_exec_as_extension_owner(
 		"INSERT INTO scd2.dimensions AS d (dimension, business_key, tracked, type1,"
 		" effective_column, delete_column, mode, staging, valid_from_column, valid_to_column,"
 		" is_current_column, surrogate_key_column, current_valid_to, registered_by)"
@@ -102,9 +85,7 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 		" surrogate_key_column = EXCLUDED.surrogate_key_column,"
 		" current_valid_to = EXCLUDED.current_valid_to, registered_by = EXCLUDED.registered_by,"
 		" registered_at = pg_catalog.now()",
-		14, argtypes, values, nulls);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "scd2: storing the registration failed: %s", SPI_result_code_string(rc));
+		14, argtypes, values, nulls, false, SPI_OK_INSERT, "storing the registration");
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -115,17 +96,15 @@ scd2_registry_remove(PG_FUNCTION_ARGS)
 	Oid			dim = PG_GETARG_OID(0);
 	Oid			argtypes[1] = {REGCLASSOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim)};
-	int			rc;
 	bool		removed;
 
 	require_owner(dim);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	rc = exec_as_owner("DELETE FROM scd2.dimensions WHERE dimension OPERATOR(pg_catalog.=) $1",
-					   1, argtypes, values, NULL);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "scd2: removing the registration failed: %s", SPI_result_code_string(rc));
-	removed = SPI_processed > 0;
+	removed = scd2_spi_exec_as_extension_owner("DELETE FROM scd2.dimensions"
+											   " WHERE dimension OPERATOR(pg_catalog.=) $1",
+											   1, argtypes, values, NULL, false, SPI_OK_DELETE,
+											   "removing the registration") > 0;
 	SPI_finish();
 	PG_RETURN_BOOL(removed);
 }
@@ -138,22 +117,18 @@ scd2_registry_remove(PG_FUNCTION_ARGS)
 Datum
 scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 {
-	int			rc;
 	int64		removed;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	rc = exec_as_owner("DELETE FROM scd2.dimensions d WHERE NOT EXISTS"
-					   " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dimension)",
-					   0, NULL, NULL, NULL);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "scd2: forgetting dropped dimensions failed: %s", SPI_result_code_string(rc));
-	removed = (int64) SPI_processed;
-	rc = exec_as_owner("UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
-					   " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
-					   0, NULL, NULL, NULL);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "scd2: forgetting dropped staging tables failed: %s", SPI_result_code_string(rc));
+	removed = (int64) scd2_spi_exec_as_extension_owner(
+		"DELETE FROM scd2.dimensions d WHERE NOT EXISTS"
+		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dimension)",
+		0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions");
+	scd2_spi_exec_as_extension_owner(
+		"UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
+		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
+		0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "forgetting dropped staging tables");
 	SPI_finish();
 	PG_RETURN_INT64(removed);
 }
@@ -192,7 +167,6 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 	Oid			argtypes[4] = {REGCLASSOID, NAMEARRAYOID, NAMEOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	int			rc;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -206,13 +180,13 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	rc = exec_as_owner("UPDATE scd2.dimensions d SET created_indexes = $2,"
-					   " no_overlap_constraint = $3, detect = $4, " SHAPE_SQL
-					   " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-					   4, argtypes, values, nulls);
-	if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-		elog(ERROR, "scd2: storing the registration's indexes, constraint and detection failed: %s",
-			 SPI_result_code_string(rc));
+	if (scd2_spi_exec_as_extension_owner("UPDATE scd2.dimensions d SET created_indexes = $2,"
+										 " no_overlap_constraint = $3, detect = $4, " SHAPE_SQL
+										 " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+										 4, argtypes, values, nulls, false, SPI_OK_UPDATE,
+										 "storing the registration's indexes, constraint and detection") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(PG_GETARG_OID(0)));
 	SPI_finish();
 	PG_RETURN_VOID();
 }

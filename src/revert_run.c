@@ -185,7 +185,7 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, true, SPI_OK_SELECT, "reading the change log");
+		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
 	for (int i = 0; i < 7; i++)
 		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
 							false, -1);

@@ -262,8 +262,8 @@ extern void scd2_lock_dimension(Oid dim_oid, const char *dim_name, const char *d
 extern void scd2_become_extension_owner(Scd2SavedUser *saved);
 extern void scd2_restore_user(const Scd2SavedUser *saved);
 extern uint64 scd2_spi_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
-											   Datum *values, bool read_only, int expected,
-											   const char *what);
+											   Datum *values, const char *nulls, bool read_only,
+											   int expected, const char *what);
 extern int	scd2_pin_search_path(void);
 extern void scd2_unpin(int nestlevel);
 extern void scd2_set_local(const char *name, const char *value);

@@ -158,20 +158,23 @@ scd2_restore_user(const Scd2SavedUser *saved)
 }
 
 /*
- * One statement on scd2's own tables, as the extension owner; its result
- * code must be expected (else an error naming what).  Returns
- * SPI_processed.
+ * One statement on scd2's own tables (registry, audit log, change log), as
+ * the extension owner with search_path pinned; its result code must be
+ * expected (else an error naming what).  Returns SPI_processed.
  */
 uint64
 scd2_spi_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
-								 bool read_only, int expected, const char *what)
+								 const char *nulls, bool read_only, int expected,
+								 const char *what)
 {
 	Scd2SavedUser saved;
 	int			rc;
+	int			pin = scd2_pin_search_path();
 
 	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, read_only, 0);
 	scd2_restore_user(&saved);
+	scd2_unpin(pin);
 	if (rc != expected)
 		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
 	return SPI_processed;
