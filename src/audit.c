@@ -23,11 +23,8 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	Oid			argtypes[18];
 	Datum		values[18];
 	char		nulls[18];
-	Scd2SavedUser saved;
-	int			rc;
 	int64		run_id;
 	char	   *username = GetUserNameFromId(GetUserId(), false);
-	int			pin;
 	int			i = 0;
 	/* a load's run id reserved by its change log (changelog.c), or 0 */
 	int64		reserved = strcmp(status, "success") == 0 ? scd2_changelog_claim_run_id(dim_name) : 0;
@@ -56,9 +53,7 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	if (message == NULL)
 		nulls[15] = 'n';
 
-	pin = scd2_pin_search_path();
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(reserved == 0 ?
+	if (scd2_spi_exec_as_extension_owner(reserved == 0 ?
 		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
 		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
 		" type1_updated, unchanged, duplicates, username, txid, message)"
@@ -70,11 +65,8 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 		" OVERRIDING SYSTEM VALUE"
 		" VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp(), $6, $7, $8, $9, $10, $11,"
 		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16, $17) RETURNING run_id",
-		i, argtypes, values, nulls, false, 1);
-	scd2_restore_user(&saved);
-	scd2_unpin(pin);
-	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-		elog(ERROR, "scd2: writing the audit row failed: %s", SPI_result_code_string(rc));
+		i, argtypes, values, nulls, false, SPI_OK_INSERT_RETURNING, "writing the audit row") != 1)
+		elog(ERROR, "scd2: writing the audit row returned no run id");
 	run_id = scd2_spi_int8(0, 1);
 	return run_id;
 }
