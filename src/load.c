@@ -331,14 +331,26 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	/* 5. Count, write, verify. */
 	total_changes = scd2_count_changes(&st, &cc, m);
 
-	/* the change log (changelog.c): before-images of what the MERGE changes */
-	if (!req->dry_run)
-		(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap);
-	if (!req->dry_run && total_changes > 0 && st.citus != SCD2_CITUS_NONE)
-		fed = scd2_citus_write(&st, total_changes, req->want_feed);
-	else if (!req->dry_run && total_changes > 0)
-		fed = scd2_write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
-							  res->feed_desc);
+	/*
+	 * the change log (changelog.c): before-images of what the MERGE
+	 * changes; on Citus after the closes and inserts, with the surrogate
+	 * keys they gave (load_citus.c)
+	 */
+	if (st.citus != SCD2_CITUS_NONE)
+	{
+		if (!req->dry_run && total_changes > 0)
+			fed = scd2_citus_write(&st, total_changes, req->want_feed);
+		if (!req->dry_run)
+			(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap, DIM_IMAGE);
+	}
+	else
+	{
+		if (!req->dry_run)
+			(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap, NULL);
+		if (!req->dry_run && total_changes > 0)
+			fed = scd2_write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
+									   res->feed_desc);
+	}
 
 	/* 6. */
 	if (req->want_feed && !fed)

@@ -34,6 +34,7 @@
  */
 #include "scd2.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -149,6 +150,15 @@ scd2_citus_fill_images(LoadState *st)
 	appendStringInfo(&sql, ", %s)", cfg->vf.ident);
 	scd2_load_exec(st, sql.data, SPI_OK_UTILITY, "indexing the dimension's image");
 	scd2_load_exec(st, "ANALYZE " DIM_IMAGE, SPI_OK_UTILITY, "analyzing the dimension's image");
+
+	/*
+	 * The load's read-only statements (the validation) run on its snapshot
+	 * as it is: let it see the images, which this transaction just wrote
+	 * (what SPI does for the other statements).  The snapshot is the
+	 * load's own registered copy.
+	 */
+	CommandCounterIncrement();
+	st->snap->curcid = GetCurrentCommandId(false);
 }
 
 /* The closes' columns as the UPDATE reads them: keys, _tvf, _vt, _cur, _set_y, Type 1. */
@@ -236,8 +246,9 @@ close_from_arrays(LoadState *st)
 
 /*
  * Step 5 on Citus: the closes, then the new versions.  When the caller
- * wants the change feed, the written versions are read back into the
- * dimension's image, where scd2_read_feed finds their surrogate keys.
+ * wants the change feed, or the change log is kept, the written versions
+ * are read back into the dimension's image, where scd2_read_feed and the
+ * change log (written after this, changelog.c) find their surrogate keys.
  * Returns false: the feed is read afterwards, as before PostgreSQL 17.
  */
 bool
@@ -273,7 +284,7 @@ scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed)
 				 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
 				 errhint("Check for triggers or rules on the dimension (or its shards), then retry the load.")));
 
-	if (want_feed && cfg->sk)
+	if (cfg->sk && (want_feed || scd2_change_log))
 	{
 		resetStringInfo(&sql);
 		appendStringInfo(&sql, "INSERT INTO %s SELECT d.* FROM %s d WHERE (", DIM_IMAGE, st->dim_table_sql);
