@@ -29,12 +29,13 @@
  * columns (every version of a key on one shard, so the current-row and
  * as-of indexes stay unique), or a reference table; any other Citus
  * table is refused before anything is written.  The staging table may be
- * local, reference or distributed, co-located or not: it is read once,
- * into its image.
+ * local, reference or distributed, co-located or not, or a view: a Citus
+ * table or a view is read once, into its image.
  */
 #include "scd2.h"
 
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -92,11 +93,15 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 	Scd2CitusTable dim;
 	Scd2CitusTable stg;
 
+	bool		copy_stg;
+
 	st->citus = scd2_citus_table(cfg->dim_oid, &dim);
 	st->stg_citus = scd2_citus_table(cfg->stg_oid, &stg);
 	st->dim_table_sql = cfg->dim_sql;
 	if (st->citus == SCD2_CITUS_NONE && st->stg_citus == SCD2_CITUS_NONE)
 		return false;
+	/* a view may read Citus tables: copied as well */
+	copy_stg = st->stg_citus != SCD2_CITUS_NONE || get_rel_relkind(cfg->stg_oid) == RELKIND_VIEW;
 	if (st->citus != SCD2_CITUS_NONE)
 	{
 		check_dimension_shape(cfg, &dim);
@@ -104,7 +109,7 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 					  SPI_OK_UTILITY, "creating the dimension's image");
 		cfg->dim_sql = DIM_IMAGE;
 	}
-	if (st->stg_citus != SCD2_CITUS_NONE)
+	if (copy_stg)
 	{
 		st->stg_table_sql = cfg->stg_sql;
 		scd2_spi_exec(psprintf("CREATE TEMP TABLE %s (LIKE %s) ON COMMIT DROP", STG_IMAGE, cfg->stg_sql),
@@ -125,7 +130,7 @@ scd2_citus_fill_images(LoadState *st)
 	const Scd2Config *cfg = st->cfg;
 	StringInfoData sql;
 
-	if (st->stg_citus != SCD2_CITUS_NONE)
+	if (st->stg_table_sql != NULL)
 		scd2_load_exec(st, psprintf("INSERT INTO %s SELECT * FROM %s", STG_IMAGE, st->stg_table_sql),
 					   SPI_OK_INSERT, "copying the staging table");
 	if (st->citus == SCD2_CITUS_NONE)

@@ -18,7 +18,9 @@
 # build/citus/regression.diffs).  A check is added by dropping a .sql file
 # and its .out there; each file is one test, runs in its own schema and
 # cleans up after itself (the files run in name order in one database).
-# The cluster is removed at the end (SCD2_CITUS_KEEP=1 keeps it running).
+# The cluster is removed at the end (SCD2_CITUS_KEEP=1 keeps it running);
+# SCD2_CITUS_CONF adds postgresql.conf lines to every node (e.g.
+# "shared_buffers = 1GB" for bench/citus.sh).
 # Needs scd2 installed into that PostgreSQL (scripts/test_suites.sh does it).
 #
 # Prints `citus: N passed, M failed[, K skipped]`; exits non-zero on failure.
@@ -85,6 +87,7 @@ work_mem = 64MB
 maintenance_work_mem = 256MB
 max_wal_size = 4GB
 citus.shard_count = 4
+${SCD2_CITUS_CONF:-}
 CONF
     as_owner "$PG_BIN/pg_ctl" -D "$DIR/$p" -l "$DIR/$p.log" -w start >/dev/null || broken "start $p"
 done

@@ -1,9 +1,10 @@
 -- Loads on Citus: the same five batches loaded into a plain local
--- dimension and into seven Citus ones -- distributed by the business key
--- with staging local, reference, distributed co-located and distributed
--- not co-located; a reference dimension with staging local, reference and
--- distributed -- give identical dimensions, metrics, change feeds
--- (scd2.merge) and change logs (scd2.changes).
+-- dimension and into eight Citus ones -- distributed by the business key
+-- with staging local, reference, distributed co-located, distributed not
+-- co-located, and a view over a distributed table; a reference dimension
+-- with staging local, reference and distributed -- give identical
+-- dimensions, metrics, change feeds (scd2.merge) and change logs
+-- (scd2.changes).
 SET client_min_messages = warning;
 CREATE SCHEMA citus_load;
 SET search_path = citus_load, public;
@@ -36,6 +37,7 @@ INSERT INTO pairs VALUES
   ('dim_dist_stg_ref', 'distributed', 'reference'),
   ('dim_dist_stg_coloc', 'distributed', 'co-located'),
   ('dim_dist_stg_other', 'distributed', 'not co-located'),
+  ('dim_dist_stg_view', 'distributed', 'view'),
   ('dim_ref_stg_local', 'reference', 'local'),
   ('dim_ref_stg_ref', 'reference', 'reference'),
   ('dim_ref_stg_dist', 'reference', 'distributed');
@@ -64,17 +66,22 @@ BEGIN
       PERFORM create_distributed_table('stg_' || p.dim, 'name', colocate_with => 'none');
     ELSIF p.stg_shape = 'distributed' THEN
       PERFORM create_distributed_table('stg_' || p.dim, 'id');
+    ELSIF p.stg_shape = 'view' THEN
+      EXECUTE format('ALTER TABLE %I RENAME TO %I', 'stg_' || p.dim, 'base_' || p.dim);
+      PERFORM create_distributed_table('base_' || p.dim, 'id', colocate_with => p.dim);
+      EXECUTE format('CREATE VIEW %I AS SELECT * FROM %I', 'stg_' || p.dim, 'base_' || p.dim);
     END IF;
   END LOOP;
 END $$;
 
 -- The shapes as Citus sees them.
 SELECT p.dim, p.dim_shape, p.stg_shape, d.citus_table_type AS dim_type,
-       coalesce(s.citus_table_type, 'local') AS stg_type,
+       coalesce(s.citus_table_type, CASE WHEN c.relkind = 'v' THEN 'view' ELSE 'local' END) AS stg_type,
        d.colocation_id = s.colocation_id AS co_located
 FROM pairs p
 LEFT JOIN citus_tables d ON d.table_name = p.dim::regclass
 LEFT JOIN citus_tables s ON s.table_name = ('stg_' || p.dim)::regclass
+JOIN pg_class c ON c.oid = ('stg_' || p.dim)::regclass
 ORDER BY p.dim;
 
 -- Batch b into every dimension; scd2.merge (its feed kept) for batches 2
@@ -83,12 +90,13 @@ CREATE TABLE feeds (dim text, batch int, action text, surrogate_key bigint, busi
                     valid_from timestamptz, valid_to timestamptz);
 CREATE TABLE runs (dim text, batch int, run_id bigint);
 CREATE PROCEDURE load_batch(b int) LANGUAGE plpgsql AS $$
-DECLARE p record; r bigint;
+DECLARE p record; r bigint; t text;
 BEGIN
   FOR p IN SELECT * FROM pairs ORDER BY dim LOOP
-    EXECUTE format('DELETE FROM %I', 'stg_' || p.dim);
-    EXECUTE format('INSERT INTO %I SELECT id, name, city, tier, eff, del FROM batches WHERE batch = %s',
-                   'stg_' || p.dim, b);
+    -- Citus modifies no view: the batch goes into the view's table
+    t := CASE p.stg_shape WHEN 'view' THEN 'base_' ELSE 'stg_' END || p.dim;
+    EXECUTE format('DELETE FROM %I', t);
+    EXECUTE format('INSERT INTO %I SELECT id, name, city, tier, eff, del FROM batches WHERE batch = %s', t, b);
     IF b IN (2, 4) THEN
       EXECUTE format('INSERT INTO feeds SELECT %L, %s, * FROM scd2.merge(%L, %L, %L)',
                      p.dim, b, 'stg_' || p.dim, p.dim, '2024-06-01');
@@ -129,8 +137,8 @@ SELECT p.dim,
                               SELECT id, name, city, tier, valid_from, valid_to, is_current FROM versions(p.dim)) x) AS missing
 FROM pairs p ORDER BY p.dim;
 
--- The metrics of every run: each batch's line is the same for all eight
--- dimensions (dims = 8).
+-- The metrics of every run: each batch's line is the same for all nine
+-- dimensions (dims = 9).
 SELECT r.batch, a.status, a.source_rows, a.inserted, a.new_versions, a.closed, a.deleted, a.shortened,
        a.type1_updated, a.unchanged, a.duplicates, count(*) AS dims
 FROM runs r JOIN scd2.audit_log a ON a.run_id = r.run_id

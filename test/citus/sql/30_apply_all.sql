@@ -59,5 +59,17 @@ SELECT (SELECT count(*) FROM dim_d) AS dim_d_rows,
 SELECT id, city, valid_from, valid_to, is_current FROM dim_r
 WHERE id IN (1, 2, 3, 4, 8, 21) ORDER BY id, valid_from;
 
+-- scd2.revert undoes the second round on every dimension: back to round 1
+SELECT count(*) AS reverted FROM (
+  SELECT scd2.revert(max(run_id)) FROM scd2.audit_log
+  WHERE dimension LIKE 'citus_all.%' AND status = 'success' GROUP BY dimension) x;
+SELECT (SELECT count(*) FROM dim_d) AS dim_d_rows, (SELECT count(*) FROM dim_r) AS dim_r_rows,
+       (SELECT count(*) FROM dim_d WHERE valid_to IS NULL AND is_current) AS dim_d_current,
+       (SELECT count(*) FROM dim_r WHERE valid_to IS NULL AND is_current) AS dim_r_current,
+       (SELECT count(*) FROM (SELECT id, name, city, valid_from, valid_to, is_current FROM dim_d
+                              EXCEPT SELECT id, name, city, valid_from, valid_to, is_current FROM dim_dl) x) +
+       (SELECT count(*) FROM (SELECT id, name, city, valid_from, valid_to, is_current FROM dim_r
+                              EXCEPT SELECT id, name, city, valid_from, valid_to, is_current FROM dim_rl) x) AS differ;
+
 RESET search_path;
 DROP SCHEMA citus_all CASCADE;
