@@ -37,6 +37,8 @@ typedef struct LoadState
 	const char *dim_table_sql;	/* the dimension itself (cfg->dim_sql may
 								 * name its image) */
 	const char *stg_table_sql;	/* the staging table itself, when imaged */
+	const char *stg_join_sql;	/* the staging table, when the workers join
+								 * it to the dimension's shards */
 } LoadState;
 
 /* What classification counted, for the metrics (step 4). */
