@@ -47,6 +47,8 @@
 #include "load.h"
 #include "sqlbuild.h"
 
+static void fill_dimension_image(LoadState *st);
+
 /* Refuse a Citus dimension scd2 cannot load as one unit per key. */
 static void
 check_dimension_shape(const Scd2Config *cfg, const Scd2CitusTable *t)
@@ -93,7 +95,6 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 {
 	Scd2CitusTable dim;
 	Scd2CitusTable stg;
-
 	bool		copy_stg;
 
 	st->citus = scd2_citus_table(cfg->dim_oid, &dim);
@@ -141,20 +142,36 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 
 /*
  * Fill the images: the staging rows, then the dimension's versions of the
- * staged keys (the whole dimension in snapshot mode).  One read of each
- * Citus table, on every shard; the load reads nothing else from them.
+ * staged keys (the whole dimension in snapshot mode), one read of the
+ * dimension on every shard; the load reads nothing else from the Citus
+ * tables before its write.
  */
 void
 scd2_citus_fill_images(LoadState *st)
 {
-	const Scd2Config *cfg = st->cfg;
-	StringInfoData sql;
-
 	if (st->stg_table_sql != NULL)
 		scd2_load_exec(st, psprintf("INSERT INTO %s SELECT * FROM %s", STG_IMAGE, st->stg_table_sql),
 					   SPI_OK_INSERT, "copying the staging table");
-	if (st->citus == SCD2_CITUS_NONE)
-		return;
+	if (st->citus != SCD2_CITUS_NONE)
+		fill_dimension_image(st);
+
+	/*
+	 * The load's read-only statements (the validation) run on its snapshot
+	 * as it is: let it see the images, which this transaction just wrote
+	 * (what SPI does for the other statements).  The snapshot is the
+	 * load's own registered copy.
+	 */
+	CommandCounterIncrement();
+	st->snap->curcid = GetCurrentCommandId(false);
+}
+
+/* The dimension's versions of the staged keys (snapshot mode: all), indexed. */
+static void
+fill_dimension_image(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+	StringInfoData sql;
+
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s SELECT d.* FROM %s d", DIM_IMAGE, st->dim_table_sql);
 	if (!cfg->snapshot)
@@ -175,37 +192,39 @@ scd2_citus_fill_images(LoadState *st)
 	appendStringInfo(&sql, ", %s)", cfg->vf.ident);
 	scd2_load_exec(st, sql.data, SPI_OK_UTILITY, "indexing the dimension's image");
 	scd2_load_exec(st, "ANALYZE " DIM_IMAGE, SPI_OK_UTILITY, "analyzing the dimension's image");
-
-	/*
-	 * The load's read-only statements (the validation) run on its snapshot
-	 * as it is: let it see the images, which this transaction just wrote
-	 * (what SPI does for the other statements).  The snapshot is the
-	 * load's own registered copy.
-	 */
-	CommandCounterIncrement();
-	st->snap->curcid = GetCurrentCommandId(false);
 }
 
-/* The closes' columns as the UPDATE reads them: keys, _tvf, _vt, _cur, _set_y, Type 1. */
+/* One column of the closes: "col", or "agg(s.col)" when aggregated. */
+static void
+append_close_col(StringInfo buf, const char *agg, const char *col, bool first)
+{
+	if (agg != NULL)
+		appendStringInfo(buf, "%s%s(s.%s)", first ? "" : ", ", agg, col);
+	else
+		appendStringInfo(buf, "%s%s", first ? "" : ", ", col);
+}
+
+/*
+ * The closes' columns as the UPDATE reads them: keys, _tvf, _vt, _cur,
+ * _set_y, Type 1 (each wrapped in agg when given).
+ */
 static void
 append_close_cols(StringInfo buf, const Scd2Config *cfg, const char *agg)
 {
 	for (int i = 0; i < cfg->nkeys; i++)
-		appendStringInfo(buf, "%s%s%s%s%s", i ? ", " : "", agg ? agg : "", agg ? "(s." : "",
-						 cfg->keys[i].ident, agg ? ")" : "");
-	appendStringInfo(buf, X(", %s%s`_tvf%s, %s%s`_vt%s, %s%s`_cur%s, %s%s`_set_y%s"),
-					 agg ? agg : "", agg ? "(s." : "", agg ? ")" : "",
-					 agg ? agg : "", agg ? "(s." : "", agg ? ")" : "",
-					 agg ? agg : "", agg ? "(s." : "", agg ? ")" : "",
-					 agg ? agg : "", agg ? "(s." : "", agg ? ")" : "");
+		append_close_col(buf, agg, cfg->keys[i].ident, i == 0);
+	append_close_col(buf, agg, X("`_tvf"), false);
+	append_close_col(buf, agg, X("`_vt"), false);
+	append_close_col(buf, agg, X("`_cur"), false);
+	append_close_col(buf, agg, X("`_set_y"), false);
 	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(buf, ", %s%s%s%s", agg ? agg : "", agg ? "(s." : "",
-						 cfg->type1[i].ident, agg ? ")" : "");
+		append_close_col(buf, agg, cfg->type1[i].ident, false);
 }
 
 /*
- * UPDATE <dimension> t SET <as the MERGE's> FROM <source: alias s> WHERE [cond
- * AND] the key and valid_from of t are the update copy's target.
+ * UPDATE <dimension> t SET <as the MERGE's> FROM <source, alias s>
+ * WHERE [cond AND] the key and valid_from of t are the update copy's
+ * target.
  */
 static char *
 sql_close(const LoadState *st, const char *source, const char *cond)
@@ -226,8 +245,8 @@ sql_close(const LoadState *st, const char *source, const char *cond)
 
 /*
  * The closes of a reference dimension: the update copies as one array per
- * column (parameters $2...), the UPDATE joins ROWS FROM their unnests.  Returns the
- * rows it updated.
+ * column (parameters $2...), which the UPDATE joins as ROWS FROM their
+ * unnests.  Returns the rows it updated.
  */
 static int64
 close_from_arrays(LoadState *st)

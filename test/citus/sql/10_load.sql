@@ -2,9 +2,9 @@
 -- dimension and into eight Citus ones -- distributed by the business key
 -- with staging local, reference, distributed co-located, distributed not
 -- co-located, and a view over a distributed table; a reference dimension
--- with staging local, reference and distributed -- give identical
--- dimensions, metrics, change feeds (scd2.merge) and change logs
--- (scd2.changes).
+-- with staging local, reference and distributed -- and into a local one
+-- from a distributed staging table give identical dimensions, metrics,
+-- change feeds (scd2.merge) and change logs (scd2.changes).
 SET client_min_messages = warning;
 CREATE SCHEMA citus_load;
 SET search_path = citus_load, public;
@@ -33,6 +33,7 @@ INSERT INTO batches VALUES
 CREATE TABLE pairs (dim text PRIMARY KEY, dim_shape text, stg_shape text);
 INSERT INTO pairs VALUES
   ('dim_local', 'local', 'local'),
+  ('dim_local_stg_dist', 'local', 'distributed'),
   ('dim_dist_stg_local', 'distributed', 'local'),
   ('dim_dist_stg_ref', 'distributed', 'reference'),
   ('dim_dist_stg_coloc', 'distributed', 'co-located'),
@@ -137,8 +138,8 @@ SELECT p.dim,
                               SELECT id, name, city, tier, valid_from, valid_to, is_current FROM versions(p.dim)) x) AS missing
 FROM pairs p ORDER BY p.dim;
 
--- The metrics of every run: each batch's line is the same for all nine
--- dimensions (dims = 9).
+-- The metrics of every run: each batch's line is the same for all ten
+-- dimensions (dims = 10).
 SELECT r.batch, a.status, a.source_rows, a.inserted, a.new_versions, a.closed, a.deleted, a.shortened,
        a.type1_updated, a.unchanged, a.duplicates, count(*) AS dims
 FROM runs r JOIN scd2.audit_log a ON a.run_id = r.run_id
