@@ -47,3 +47,9 @@ installcheck-regress: $(REGRESS_PREP)
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 installcheck-isolation: $(REGRESS_PREP)
 	$(if $(ISOLATION),$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION),@echo "no isolation specs")
+
+# The Citus checks (test/citus/sql, expected in test/citus/expected): their
+# own coordinator and two workers; SKIPPED where Citus is not installed.
+.PHONY: installcheck-citus
+installcheck-citus:
+	PG_CONFIG=$(PG_CONFIG) test/citus/run.sh

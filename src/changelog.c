@@ -205,9 +205,15 @@ change_log_installed(void)
  * read from the dimension; for an insert copy its identity only (its
  * surrogate key does not exist yet: scd2.changes reads it back).  Returns
  * the reserved run id (0: no change log installed).
+ *
+ * On Citus (load_citus.c) the log is written after the write step: the
+ * before-images come from the dimension's image (cfg->dim_sql, as read
+ * before the write) and the inserted rows' surrogate keys from "written",
+ * where the load read the versions it wrote back (scd2.changes cannot
+ * read them back from a distributed dimension).  NULL: not known.
  */
 int64
-scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
+scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap, const char *written)
 {
 	StringInfoData sql;
 	StringInfoData keys;
@@ -263,10 +269,18 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap)
 		scd2_append_key_join(&sql, cfg, "d", "c");
 		appendStringInfo(&sql, X(" AND d.%s %s c.`_tvf WHERE c.`_tvf IS NOT NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
 		appendStringInfo(&sql,
-						 X(" UNION ALL SELECT $1, c.`_action, true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s, %s,"
+						 X(" UNION ALL SELECT $1, c.`_action, true, %s, pg_catalog.jsonb_build_object(%s), %s, %s,"
 						   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
-						   " FROM %s c WHERE c.`_tvf IS NULL"),
+						   " FROM %s c"),
+						 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
 						 keys.data, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
+		if (written && cfg->sk)
+		{
+			appendStringInfo(&sql, " LEFT JOIN %s w ON ", written);
+			scd2_append_key_join(&sql, cfg, "w", "c");
+			appendStringInfo(&sql, X(" AND w.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
+		}
+		appendStringInfoString(&sql, X(" WHERE c.`_tvf IS NULL"));
 		write_log_rows(sql.data, 1, argtypes, values, snap);
 	}
 

@@ -25,6 +25,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "citus.h"
 #include "revert.h"
 
 PG_FUNCTION_INFO_V1(scd2_changes);
@@ -84,11 +85,13 @@ read_logged_rows(int64 run_id, Datum *arrays)
  * The feed's query over the six arrays ($1..$6), run as the caller: the
  * validity values in the dimension's terms (a current row's valid_to as
  * the registration stored it, current_vt), and the surrogate keys of the
- * inserted rows read back by (key, valid_from).
+ * inserted rows read back by (key, valid_from) -- or, from_log, as the
+ * load logged them (a Citus dimension: load_citus.c; Citus plans no
+ * correlated subquery of a distributed table under a function scan).
  */
 static char *
 feed_sql(const char *dim_name, const char *current_vt, Scd2LoggedColumn *keys, int nkeys,
-		 Scd2LoggedColumn *book, Scd2LoggedColumn *sk, int nsk)
+		 Scd2LoggedColumn *book, Scd2LoggedColumn *sk, int nsk, bool from_log)
 {
 	StringInfoData sql;
 	char	   *marker;
@@ -100,7 +103,7 @@ feed_sql(const char *dim_name, const char *current_vt, Scd2LoggedColumn *keys, i
 						  format_type_be_qualified(book[0].typid));
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT c.action, ");
-	if (nsk > 0)
+	if (nsk > 0 && !from_log)
 	{
 		appendStringInfo(&sql, "COALESCE(c.sk, CASE WHEN c.ins THEN (SELECT CAST(t.%s AS pg_catalog.int8)"
 						 " FROM %s t, pg_catalog.jsonb_to_record(c.k) AS s(", sk[0].ident, dim_name);
@@ -171,7 +174,8 @@ scd2_changes(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 
 	read_logged_rows(run_id, arrays);
-	sql = feed_sql(dim_name, run.current_valid_to, keys, nkeys, book, sk, nsk);
+	sql = feed_sql(dim_name, run.current_valid_to, keys, nkeys, book, sk, nsk,
+				   scd2_citus_table(run.dim_oid, NULL) != SCD2_CITUS_NONE);
 	nest = NewGUCNestLevel();
 	scd2_pin_text_forms();
 	rc = SPI_execute_with_args(sql, 6, arrtypes, arrays, NULL, true, 0);

@@ -16,7 +16,8 @@
  *      the general timeline path for the rest (load_classify.c,
  *      load_timeline.c);
  *   5. count it, then write it with ONE MERGE whose processed count must
- *      equal the classified writes;
+ *      equal the classified writes (on Citus: closes + inserts, and the
+ *      reads go to local images; load_citus.c);
  *   6. read the change feed back if the caller wants it.
  * Any error rolls back everything the load did.
  *
@@ -51,6 +52,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "citus.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -106,13 +108,28 @@ load_rethrow(const LoadState *st, const char *what, MemoryContext cxt)
 void
 scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what)
 {
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	Datum		values[1] = {st->effective_at};
+	scd2_load_exec_args(st, sql, 0, NULL, NULL, expected, what);
+}
+
+/* The same with more parameters, $2 on (none NULL). */
+void
+scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
+					const Datum *args, int expected, const char *what)
+{
+	Oid		   *argtypes = palloc(sizeof(Oid) * (nargs + 1));
+	Datum	   *values = palloc(sizeof(Datum) * (nargs + 1));
 	MemoryContext cxt = CurrentMemoryContext;
 
+	argtypes[0] = TIMESTAMPTZOID;
+	values[0] = st->effective_at;
+	for (int i = 0; i < nargs; i++)
+	{
+		argtypes[i + 1] = types[i];
+		values[i + 1] = args[i];
+	}
 	PG_TRY();
 	{
-		scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+		scd2_spi_exec_snap(sql, nargs + 1, argtypes, values, NULL, st->snap, expected, what);
 	}
 	PG_CATCH();
 	{
@@ -253,6 +270,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	Scd2ClassifyCounts cc;
 	int64		total_changes;
 	bool		fed = false;	/* the MERGE returned the feed (17+) */
+	bool		citus;			/* a Citus table takes part (load_citus.c) */
 
 	memset(m, 0, sizeof(*m));
 	require_finite(req->effective_at);
@@ -291,7 +309,11 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	st.snap = RegisterSnapshot(GetTransactionSnapshot());
 
 	scd2_create_work_tables(cfg);
+	/* Citus: the write step, and local images of what the load reads */
+	citus = scd2_citus_prepare(&st, cfg);
 	scd2_owner_context_restrict(&oc);
+	if (citus)
+		scd2_citus_fill_images(&st);
 
 	/* 3. */
 	scd2_check_conversions(&st);
@@ -309,12 +331,26 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	/* 5. Count, write, verify. */
 	total_changes = scd2_count_changes(&st, &cc, m);
 
-	/* the change log (changelog.c): before-images of what the MERGE changes */
-	if (!req->dry_run)
-		(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap);
-	if (!req->dry_run && total_changes > 0)
-		fed = scd2_write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
-							  res->feed_desc);
+	/*
+	 * the change log (changelog.c): before-images of what the MERGE
+	 * changes; on Citus after the closes and inserts, with the surrogate
+	 * keys they gave (load_citus.c)
+	 */
+	if (st.citus != SCD2_CITUS_NONE)
+	{
+		if (!req->dry_run && total_changes > 0)
+			fed = scd2_citus_write(&st, total_changes, req->want_feed);
+		if (!req->dry_run)
+			(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap, DIM_IMAGE);
+	}
+	else
+	{
+		if (!req->dry_run)
+			(void) scd2_changelog_write(cfg, CHG_TABLE, st.snap, NULL);
+		if (!req->dry_run && total_changes > 0)
+			fed = scd2_write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
+									   res->feed_desc);
+	}
 
 	/* 6. */
 	if (req->want_feed && !fed)

@@ -31,6 +31,14 @@ typedef struct LoadState
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
 	int64		source_rows;	/* staging rows (after validation) */
+	/* On Citus (load_citus.c); zero otherwise. */
+	int			citus;			/* the dimension's Scd2CitusKind */
+	int			stg_citus;		/* the staging table's */
+	const char *dim_table_sql;	/* the dimension itself (cfg->dim_sql may
+								 * name its image) */
+	const char *stg_table_sql;	/* the staging table itself, when imaged */
+	const char *stg_join_sql;	/* the staging table, when the workers join
+								 * it to the dimension's shards */
 } LoadState;
 
 /* What classification counted, for the metrics (step 4). */
@@ -46,6 +54,8 @@ typedef struct Scd2ClassifyCounts
 /* load.c */
 extern char *scd2_load_context(const char *context, const char *line);
 extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
+extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
+								const Datum *args, int expected, const char *what);
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
@@ -97,9 +107,17 @@ extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, con
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 									   int64 *y_applied, int64 *complex_rows);
 
+/* load_citus.c */
+extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
+extern void scd2_citus_fill_images(LoadState *st);
+extern bool scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed);
+
 /* load_write.c */
 extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
+extern void scd2_append_update_set(StringInfo buf, const Scd2Config *cfg);
+extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg);
+extern void scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg);
 extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
 extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);

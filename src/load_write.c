@@ -77,27 +77,55 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 					 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NULL) s ON "),
 					 cfg->dim_sql, chg, chg);
 	scd2_append_key_join(&buf, cfg, "t", "s");
-	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET %s = %s"),
-					 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
-	if (cfg->is_current)
-		appendStringInfo(&buf, X(", %s = s.`_cur"), cfg->is_current);
-	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, X(", %s = CASE WHEN s.`_set_y THEN s.%s ELSE t.%s END"),
-						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
-	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT ("));
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	scd2_append_payload_cols(&buf, cfg, NULL);
-	appendStringInfo(&buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
-	if (cfg->is_current)
-		appendStringInfo(&buf, ", %s", cfg->is_current);
-	appendStringInfoString(&buf, ") VALUES (");
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	scd2_append_payload_cols(&buf, cfg, "s.");
-	appendStringInfo(&buf, X(", s.`_vf, %s"), scd2_stored_vt(cfg, X("s.`_vt")));
-	if (cfg->is_current)
-		appendStringInfoString(&buf, X(", s.`_cur"));
+	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET "),
+					 cfg->vf.ident, cfg->vf.eqop_sql);
+	scd2_append_update_set(&buf, cfg);
+	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT "));
+	scd2_append_insert_cols(&buf, cfg);
+	appendStringInfoString(&buf, " VALUES (");
+	scd2_append_insert_values(&buf, cfg);
 	appendStringInfoString(&buf, ")");
 	return buf.data;
+}
+
+/*
+ * What an update copy (alias s) writes into its target row (alias t):
+ * "valid_to = ..., is_current = ..., type1 = ..." -- the MERGE's UPDATE and
+ * the closes of the write step on Citus (load_citus.c).
+ */
+void
+scd2_append_update_set(StringInfo buf, const Scd2Config *cfg)
+{
+	appendStringInfo(buf, "%s = %s", cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
+	if (cfg->is_current)
+		appendStringInfo(buf, X(", %s = s.`_cur"), cfg->is_current);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(buf, X(", %s = CASE WHEN s.`_set_y THEN s.%s ELSE t.%s END"),
+						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
+}
+
+/* "(keys, payload, valid_from, valid_to[, is_current])": what an insert writes. */
+void
+scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg)
+{
+	appendStringInfoString(buf, "(");
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, NULL);
+	scd2_append_payload_cols(buf, cfg, NULL);
+	appendStringInfo(buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
+	if (cfg->is_current)
+		appendStringInfo(buf, ", %s", cfg->is_current);
+	appendStringInfoString(buf, ")");
+}
+
+/* The values of those columns from an insert copy (alias s). */
+void
+scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg)
+{
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
+	scd2_append_payload_cols(buf, cfg, "s.");
+	appendStringInfo(buf, X(", s.`_vf, %s"), scd2_stored_vt(cfg, X("s.`_vt")));
+	if (cfg->is_current)
+		appendStringInfoString(buf, X(", s.`_cur"));
 }
 
 /* jsonb_build_object('k1', a.k1, ...) */

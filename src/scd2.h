@@ -243,7 +243,8 @@ typedef struct Scd2LoggedColumn
 
 /* changelog.c */
 extern void scd2_pin_text_forms(void);
-extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap);
+extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap,
+								  const char *written);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);

@@ -137,7 +137,8 @@ scd2_drop_work_tables(void)
 	int			nest = NewGUCNestLevel();
 
 	scd2_set_local("client_min_messages", "warning");
-	scd2_spi_exec("DROP TABLE IF EXISTS " KEYS_TABLE ", " CHG_TABLE ", " PTS_TABLE ", " WIN_TABLE,
+	scd2_spi_exec("DROP TABLE IF EXISTS " KEYS_TABLE ", " CHG_TABLE ", " PTS_TABLE ", " WIN_TABLE
+				  ", " DIM_IMAGE ", " STG_IMAGE,
 				  SPI_OK_UTILITY, "dropping work tables");
 	AtEOXact_GUC(true, nest);
 }

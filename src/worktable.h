@@ -19,6 +19,9 @@
 #define CHG_TABLE	"pg_temp.\"scd2 work: changes\""
 #define PTS_TABLE	"pg_temp.\"scd2 work: points\""
 #define WIN_TABLE	"pg_temp.\"scd2 work: window\""
+/* On Citus (load_citus.c): local copies of what the load reads. */
+#define DIM_IMAGE	"pg_temp.\"scd2 work: dimension\""
+#define STG_IMAGE	"pg_temp.\"scd2 work: staging\""
 
 /*
  * The work tables' own columns, declared once (worktable.c): each table's
