@@ -338,7 +338,30 @@ scd2_asof(PG_FUNCTION_ARGS)
 	atv = convert_at(c, at);
 	c->scankeys[c->nkeys].sk_argument = atv;
 
-	found = run_probe(c, atv, &sk);
+	if (c->citus == NULL)
+		found = run_probe(c, atv, &sk);
+	else
+	{
+		/* a Citus dimension: its shard here, or a query through Citus */
+		AsofCache  *shard;
+
+		switch (scd2_asof_citus_route(c, &shard))
+		{
+			case ASOF_ROUTE_LOCAL:
+				found = run_probe(shard, atv, &sk);
+				break;
+			case ASOF_ROUTE_QUERY:
+				found = scd2_asof_citus_query(c, atv, &sk);
+				break;
+			default:
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("scd2.asof cannot look up key %s of distributed dimension \"%s\" on this node",
+								describe_key(c, values), c->relname),
+						 errdetail("The key's shard has no placement on this node, and a query that Citus runs on a shard cannot start another distributed query."),
+						 errhint("Distribute the fact load's source by the business key, co-located with the dimension, or make the dimension a reference table.")));
+		}
+	}
 
 	if (!found && scd2_asof_on_missing == SCD2_ASOF_MISSING_ERROR)
 		ereport(ERROR,

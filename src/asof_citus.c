@@ -1,0 +1,449 @@
+/*
+ * asof_citus.c -- scd2.asof on a Citus cluster.
+ *
+ * On a Citus node a distributed or reference dimension is a shell table
+ * (empty on the coordinator) whose rows live in shards: tables named
+ * dim_<shardid>, with the same columns and indexes, placed on one node
+ * (distributed) or on every node (reference).  So the lookup reads the
+ * shard, found from Citus's metadata (citus_catalog.c), which Citus 11+
+ * keeps on every node:
+ *
+ * - reference (or single-shard) dimension: its one shard; a node with a
+ *   placement (every worker, and the coordinator once it is in the
+ *   metadata) probes that shard's as-of index directly, with the same
+ *   probe, bulk map and visibility rules as a plain table;
+ * - dimension distributed by a business key column: the key's shard is
+ *   found by hashing that column as Citus does (the column type's default
+ *   hash function, with its collation) and looking the hash up in the
+ *   shards' ranges; when that shard has a placement here (a fact load
+ *   whose source is co-located with the dimension) it is probed directly;
+ * - otherwise (the shard is on another node, or the dimension is
+ *   distributed by another column) the lookup runs a query through Citus
+ *   on the dimension (the latest version starting at or before the
+ *   instant), which Citus routes to the shard.  Inside a task that Citus
+ *   runs on a shard it cannot: Citus refuses to start a distributed query
+ *   there, and the call errors out with a hint (asof.c).
+ *
+ * Each shard probed gets a cache of its own (asof_cache.c), built at its
+ * first call in the query, so its scan, snapshot checks and bulk map work
+ * as on a plain table.  Nothing is kept across queries.
+ *
+ * The registration: scd2.dimensions lives on the coordinator (its
+ * regclass values are OIDs, which differ from node to node).  Where the
+ * registry has no row for a Citus table -- on a worker -- what the lookup
+ * needs (business key, valid_from, valid_to, surrogate key) is read from
+ * the as-of index scd2.register creates, which Citus creates on the shell
+ * table on every node and on every shard: a unique btree on (business key
+ * columns, valid_from) INCLUDE (surrogate key, valid_to).
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/hash.h"
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "scd2.h"
+#include "asof.h"
+#include "citus_catalog.h"
+
+typedef struct AsofCitus
+{
+	Scd2CitusTable table;
+	int			distkey;		/* business key column that distributes it, -1: none */
+	FmgrInfo	hashfn;			/* Citus's hash of that column's argument values */
+	bool		hashable;		/* hashfn is set */
+	Oid			hashcoll;
+	AsofCache **shardcaches;	/* per shard, built at first use */
+	bool		in_task;		/* running a Citus task: no query through Citus */
+
+	/* the query through Citus */
+	Oid			eqops[INDEX_MAX_KEYS];	/* key column = argument */
+	Oid			paramtypes[INDEX_MAX_KEYS + 1];
+	SPIPlanPtr	plan;
+	MemoryContextCallback cb;	/* frees the plan */
+} AsofCitus;
+
+static bool
+is_time_type(Oid t)
+{
+	return t == TIMESTAMPTZOID || t == TIMESTAMPOID || t == DATEOID;
+}
+
+static bool
+is_int_type(Oid t)
+{
+	return t == INT8OID || t == INT4OID || t == INT2OID;
+}
+
+/*
+ * Does this index have the as-of index's shape: a valid, non-partial
+ * btree on plain columns (business key..., valid_from) INCLUDE (two
+ * columns: an integer surrogate key and a valid_to of valid_from's type)?
+ * Then fill reg (column names in cxt).
+ */
+static bool
+asof_index_shape(Relation heap, Relation index, MemoryContext cxt,
+				 Scd2AsofRegistration *reg)
+{
+	Form_pg_index ind = index->rd_index;
+	int			nkey = ind->indnkeyatts;
+	TupleDesc	td = RelationGetDescr(heap);
+	Oid			vftype;
+	AttrNumber	vf,
+				sk = InvalidAttrNumber,
+				vt = InvalidAttrNumber;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || !ind->indisvalid || !ind->indisready)
+		return false;
+	if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL))
+		return false;
+	if (nkey < 2 || ind->indnatts != nkey + 2)
+		return false;
+	vf = ind->indkey.values[nkey - 1];
+	vftype = TupleDescAttr(td, vf - 1)->atttypid;
+	if (!is_time_type(vftype))
+		return false;
+	for (int j = nkey; j < nkey + 2; j++)
+	{
+		AttrNumber	a = ind->indkey.values[j];
+		Oid			t = TupleDescAttr(td, a - 1)->atttypid;
+
+		if (is_int_type(t) && sk == InvalidAttrNumber)
+			sk = a;
+		else if (t == vftype && vt == InvalidAttrNumber)
+			vt = a;
+		else
+			return false;
+	}
+	if (sk == InvalidAttrNumber || vt == InvalidAttrNumber)
+		return false;
+
+	reg->nkeys = nkey - 1;
+	reg->keys = MemoryContextAlloc(cxt, sizeof(char *) * reg->nkeys);
+	for (int i = 0; i < reg->nkeys; i++)
+		reg->keys[i] = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, ind->indkey.values[i] - 1)->attname));
+	reg->valid_from = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, vf - 1)->attname));
+	reg->valid_to = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, vt - 1)->attname));
+	reg->surrogate_key = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, sk - 1)->attname));
+	return true;
+}
+
+static bool
+same_registration(const Scd2AsofRegistration *a, const Scd2AsofRegistration *b)
+{
+	if (a->nkeys != b->nkeys || strcmp(a->valid_from, b->valid_from) != 0 ||
+		strcmp(a->valid_to, b->valid_to) != 0 || strcmp(a->surrogate_key, b->surrogate_key) != 0)
+		return false;
+	for (int i = 0; i < a->nkeys; i++)
+		if (strcmp(a->keys[i], b->keys[i]) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * The registration of a Citus table that the registry here does not know
+ * (a worker's registry is empty), read from its as-of index.  False when
+ * relid is not a Citus table (the caller reports it unregistered).
+ */
+bool
+scd2_asof_citus_registration(Oid relid, const char *relname, MemoryContext cxt,
+							 Scd2AsofRegistration *out)
+{
+	Relation	heap;
+	List	   *indexes;
+	ListCell   *lc;
+	int			found = 0;
+	char	   *first = NULL;
+	char	   *second = NULL;
+
+	if (!scd2_citus_is_table(relid))
+		return false;
+
+	memset(out, 0, sizeof(*out));
+	heap = table_open(relid, AccessShareLock);
+	indexes = RelationGetIndexList(heap);
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Scd2AsofRegistration reg;
+
+		if (asof_index_shape(heap, index, cxt, &reg))
+		{
+			if (found == 0)
+			{
+				*out = reg;
+				first = pstrdup(RelationGetRelationName(index));
+				found = 1;
+			}
+			else if (!same_registration(out, &reg) && second == NULL)
+			{
+				second = pstrdup(RelationGetRelationName(index));
+				found = 2;
+			}
+		}
+		index_close(index, NoLock);
+	}
+	list_free(indexes);
+	table_close(heap, NoLock);
+
+	if (found == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not a registered scd2 dimension on this node", relname),
+				 errdetail("On a Citus node without the registration, scd2.asof reads it from the dimension's as-of index: a btree index on (business key columns, valid_from) INCLUDE (surrogate key, valid_to). The table has none."),
+				 errhint("Register the dimension on the coordinator with scd2.register(...), which creates that index.")));
+	if (found == 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+				 errmsg("dimension \"%s\" has more than one index that could be its as-of index", relname),
+				 errdetail("Indexes \"%s\" and \"%s\" name different business key, validity or surrogate key columns, and this node has no registration to choose between them.",
+						   first, second),
+				 errhint("Drop the index that is not the dimension's as-of index.")));
+	return true;
+}
+
+/* The reset callback of the cache's memory: free the query's plan. */
+static void
+free_plan(void *arg)
+{
+	AsofCitus  *ct = (AsofCitus *) arg;
+
+	if (ct->plan != NULL)
+		SPI_freeplan(ct->plan);
+	ct->plan = NULL;
+}
+
+/*
+ * Citus's hash of the distribution column: the support function 1 of the
+ * column type's default hash operator class.  An argument of another type
+ * compared through a cross-type operator is hashed by the same family's
+ * function for its own type, which the family guarantees to agree.
+ */
+static void
+setup_hash(AsofCache *c, AsofCitus *ct, Relation index)
+{
+	AsofKey    *k = &c->keys[ct->distkey];
+	Oid			opclass = GetDefaultOpClass(k->coltype, HASH_AM_OID);
+	Oid			opfamily,
+				opcintype,
+				argtype,
+				proc;
+
+	if (!OidIsValid(opclass))
+		return;
+	opfamily = get_opclass_family(opclass);
+	opcintype = get_opclass_input_type(opclass);
+	argtype = c->scankeys[ct->distkey].sk_subtype;
+	if (argtype == index->rd_opcintype[ct->distkey] || k->conv != KEY_AS_IS)
+		argtype = opcintype;	/* the value is of the column's (opclass's) type */
+	proc = get_opfamily_proc(opfamily, argtype, argtype, HASHSTANDARD_PROC);
+	if (!OidIsValid(proc))
+		return;
+	fmgr_info_cxt(proc, &ct->hashfn, c->cxt);
+	ct->hashcoll = k->colcollation;
+	ct->hashable = true;
+}
+
+/*
+ * After the cache is built on the dimension: is it a Citus table?  Then
+ * read its shards and prepare the routing.
+ */
+void
+scd2_asof_citus_setup(AsofCache *c, Relation index)
+{
+	AsofCitus  *ct;
+	Scd2CitusTable table;
+
+	if (!scd2_citus_read_table(c->relid, c->cxt, &table))
+		return;
+
+	ct = MemoryContextAllocZero(c->cxt, sizeof(AsofCitus));
+	ct->table = table;
+	ct->distkey = -1;
+	ct->in_task = scd2_citus_in_task();
+	ct->shardcaches = MemoryContextAllocZero(c->cxt, sizeof(AsofCache *) * Max(table.nshards, 1));
+	if (table.method == 'h')
+		for (int i = 0; i < c->nkeys; i++)
+			if (c->keys[i].attnum == table.distattnum)
+				ct->distkey = i;
+	if (ct->distkey >= 0)
+		setup_hash(c, ct, index);
+
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		Oid			opcintype = index->rd_opcintype[i];
+		Oid			subtype = c->scankeys[i].sk_subtype;
+
+		ct->eqops[i] = get_opfamily_member(index->rd_opfamily[i], opcintype,
+										   OidIsValid(subtype) ? subtype : opcintype,
+										   BTEqualStrategyNumber);
+		ct->paramtypes[i] = OidIsValid(subtype) && !IsPolymorphicType(subtype) ? subtype :
+			c->keys[i].coltype;
+	}
+	ct->paramtypes[c->nkeys] = c->vftype;
+
+	ct->cb.func = free_plan;
+	ct->cb.arg = ct;
+	MemoryContextRegisterResetCallback(c->cxt, &ct->cb);
+	c->citus = ct;
+}
+
+/* The shard whose hash range holds h, or -1. */
+static int
+find_shard(AsofCitus *ct, int32 h)
+{
+	int			lo = 0,
+				hi = ct->table.nshards - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		Scd2CitusShard *s = &ct->table.shards[mid];
+
+		if (!s->hashed)
+			return -1;
+		if (h < s->minhash)
+			hi = mid - 1;
+		else if (h > s->maxhash)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+/*
+ * Where this call reads (its key arguments are in c->scankeys): a local
+ * shard (*target, its cache, with the scan keys copied), a query through
+ * Citus, or nowhere it may (inside a task).
+ */
+AsofRoute
+scd2_asof_citus_route(AsofCache *c, AsofCache **target)
+{
+	AsofCitus  *ct = c->citus;
+	int			shard = -1;
+
+	if (ct->table.nshards == 1 && !ct->table.shards[0].hashed)
+		shard = 0;				/* reference, single-shard or Citus local table */
+	else if (ct->distkey >= 0 && ct->hashable)
+	{
+		int32		h = DatumGetInt32(FunctionCall1Coll(&ct->hashfn, ct->hashcoll,
+														c->scankeys[ct->distkey].sk_argument));
+
+		shard = find_shard(ct, h);
+	}
+
+	if (shard >= 0 && OidIsValid(ct->table.shards[shard].localrel))
+	{
+		AsofCache  *sc = ct->shardcaches[shard];
+
+		if (sc == NULL)
+			sc = ct->shardcaches[shard] =
+				scd2_asof_build_shard_cache(c, ct->table.shards[shard].localrel);
+		for (int i = 0; i <= c->nkeys; i++)
+			sc->scankeys[i].sk_argument = c->scankeys[i].sk_argument;
+		*target = sc;
+		return ASOF_ROUTE_LOCAL;
+	}
+	*target = NULL;
+	return ct->in_task ? ASOF_ROUTE_UNREACHABLE : ASOF_ROUTE_QUERY;
+}
+
+/*
+ * The query through Citus: the surrogate key of the latest version of the
+ * key starting at or before the instant, and whether it is still valid
+ * then (the probe's rule, asof_scan.c).
+ */
+static SPIPlanPtr
+query_plan(AsofCache *c)
+{
+	AsofCitus  *ct = c->citus;
+	StringInfoData sql;
+	Oid			relid = c->relid;
+	char	   *rel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												 get_rel_name(relid));
+	const char *vf = quote_identifier(get_attname(relid, c->vf_attnum, false));
+	const char *vt = quote_identifier(get_attname(relid, c->vt_attnum, false));
+	const char *sk = quote_identifier(get_attname(relid, c->sk_attnum, false));
+	int			at = c->nkeys + 1;
+	SPIPlanPtr	plan;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT t.%s, (t.%s IS NULL OR t.%s OPERATOR(pg_catalog.=) 'infinity'"
+					 " OR $%d OPERATOR(pg_catalog.<) t.%s) FROM %s t WHERE ",
+					 sk, vt, vt, at, vt, rel);
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		HeapTuple	optup = SearchSysCache1(OPEROID, ObjectIdGetDatum(ct->eqops[i]));
+		Form_pg_operator op;
+
+		if (!HeapTupleIsValid(optup))
+			elog(ERROR, "cache lookup failed for operator %u", ct->eqops[i]);
+		op = (Form_pg_operator) GETSTRUCT(optup);
+		appendStringInfo(&sql, "t.%s OPERATOR(%s.%s) $%d AND ",
+						 quote_identifier(c->keys[i].colname),
+						 quote_identifier(get_namespace_name(op->oprnamespace)),
+						 NameStr(op->oprname), i + 1);
+		ReleaseSysCache(optup);
+	}
+	appendStringInfo(&sql, "t.%s OPERATOR(pg_catalog.<=) $%d ORDER BY t.%s DESC LIMIT 1",
+					 vf, at, vf);
+
+	plan = SPI_prepare(sql.data, c->nkeys + 1, ct->paramtypes);
+	if (plan == NULL)
+		elog(ERROR, "scd2: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "scd2: SPI_keepplan failed");
+	return plan;
+}
+
+bool
+scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk)
+{
+	AsofCitus  *ct = c->citus;
+	Datum		values[INDEX_MAX_KEYS + 1];
+	bool		found = false;
+	int			rc;
+
+	for (int i = 0; i < c->nkeys; i++)
+		values[i] = c->scankeys[i].sk_argument;
+	values[c->nkeys] = atv;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (ct->plan == NULL)
+		ct->plan = query_plan(c);
+	rc = SPI_execute_plan(ct->plan, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: the as-of query on dimension \"%s\" failed: %s",
+			 c->relname, SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		bool		sknull,
+					validnull;
+		Datum		skd = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &sknull);
+		Datum		valid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &validnull);
+
+		found = !sknull && !validnull && DatumGetBool(valid);
+		if (found)
+			*sk = scd2_asof_sk_value(c, skd);
+	}
+	SPI_finish();
+	return found;
+}

@@ -1,0 +1,35 @@
+/*
+ * citus_catalog.h -- what scd2 reads of Citus's metadata (citus_catalog.c).
+ */
+#ifndef SCD2_CITUS_CATALOG_H
+#define SCD2_CITUS_CATALOG_H
+
+#include "postgres.h"
+#include "access/attnum.h"
+
+/* One shard of a Citus table. */
+typedef struct Scd2CitusShard
+{
+	int64		shardid;
+	bool		hashed;			/* has a hash range: minhash..maxhash */
+	int32		minhash;
+	int32		maxhash;
+	Oid			localrel;		/* its relation here, InvalidOid: no active placement here */
+} Scd2CitusShard;
+
+/* A Citus table: how it is distributed and its shards, in hash order. */
+typedef struct Scd2CitusTable
+{
+	char		method;			/* pg_dist_partition.partmethod: 'h' hash, 'n' none, ... */
+	char		repmodel;		/* 't' reference table, 's' ... */
+	AttrNumber	distattnum;		/* distribution column, InvalidAttrNumber if none */
+	int			nshards;
+	Scd2CitusShard *shards;
+} Scd2CitusTable;
+
+extern bool scd2_citus_installed(void);
+extern bool scd2_citus_is_table(Oid relid);
+extern bool scd2_citus_read_table(Oid relid, MemoryContext cxt, Scd2CitusTable *out);
+extern bool scd2_citus_in_task(void);
+
+#endif							/* SCD2_CITUS_CATALOG_H */
