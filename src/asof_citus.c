@@ -63,7 +63,7 @@
 
 typedef struct AsofCitus
 {
-	Scd2CitusTable table;
+	Scd2CitusShards table;
 	int			distkey;		/* business key column that distributes it, -1: none */
 	FmgrInfo	hashfn;			/* Citus's hash of that column's argument values */
 	bool		hashable;		/* hashfn is set */
@@ -172,7 +172,7 @@ scd2_asof_citus_registration(Oid relid, const char *relname, MemoryContext cxt,
 	char	   *first = NULL;
 	char	   *second = NULL;
 
-	if (!scd2_citus_is_table(relid))
+	if (!scd2_citus_catalog_has(relid))
 		return false;
 
 	memset(out, 0, sizeof(*out));
@@ -268,9 +268,9 @@ void
 scd2_asof_citus_setup(AsofCache *c, Relation index)
 {
 	AsofCitus  *ct;
-	Scd2CitusTable table;
+	Scd2CitusShards table;
 
-	if (!scd2_citus_read_table(c->relid, c->cxt, &table))
+	if (!scd2_citus_read_shards(c->relid, c->cxt, &table))
 		return;
 
 	ct = MemoryContextAllocZero(c->cxt, sizeof(AsofCitus));

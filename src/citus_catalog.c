@@ -28,8 +28,8 @@
 #include "citus_catalog.h"
 
 /* Is the citus extension installed in this database (with its catalogs)? */
-bool
-scd2_citus_installed(void)
+static bool
+citus_present(void)
 {
 	return OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) &&
 		OidIsValid(get_extension_oid("citus", true));
@@ -37,14 +37,14 @@ scd2_citus_installed(void)
 
 /* Is relid a table in Citus's metadata (distributed, reference or local)? */
 bool
-scd2_citus_is_table(Oid relid)
+scd2_citus_catalog_has(Oid relid)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		found;
 	int			rc;
 
-	if (!scd2_citus_installed())
+	if (!citus_present())
 		return false;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
@@ -74,7 +74,7 @@ shard_cmp(const void *a, const void *b)
  * is not a Citus table or Citus is not installed.
  */
 bool
-scd2_citus_read_table(Oid relid, MemoryContext cxt, Scd2CitusTable *out)
+scd2_citus_read_shards(Oid relid, MemoryContext cxt, Scd2CitusShards *out)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
@@ -85,7 +85,7 @@ scd2_citus_read_table(Oid relid, MemoryContext cxt, Scd2CitusTable *out)
 	int			rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!scd2_citus_installed())
+	if (!citus_present())
 		return false;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");

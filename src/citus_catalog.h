@@ -1,5 +1,7 @@
 /*
- * citus_catalog.h -- what scd2 reads of Citus's metadata (citus_catalog.c).
+ * citus_catalog.h -- where a Citus table's shards are, read from Citus's
+ * metadata (citus_catalog.c), for scd2.asof.  (How a table is distributed,
+ * for the load, is citus.h's.)
  */
 #ifndef SCD2_CITUS_CATALOG_H
 #define SCD2_CITUS_CATALOG_H
@@ -17,19 +19,18 @@ typedef struct Scd2CitusShard
 	Oid			localrel;		/* its relation here, InvalidOid: no active placement here */
 } Scd2CitusShard;
 
-/* A Citus table: how it is distributed and its shards, in hash order. */
-typedef struct Scd2CitusTable
+/* A Citus table: how it is distributed, and its shards in hash order. */
+typedef struct Scd2CitusShards
 {
 	char		method;			/* pg_dist_partition.partmethod: 'h' hash, 'n' none, ... */
 	char		repmodel;		/* 't' reference table, 's' ... */
 	AttrNumber	distattnum;		/* distribution column, InvalidAttrNumber if none */
 	int			nshards;
 	Scd2CitusShard *shards;
-} Scd2CitusTable;
+} Scd2CitusShards;
 
-extern bool scd2_citus_installed(void);
-extern bool scd2_citus_is_table(Oid relid);
-extern bool scd2_citus_read_table(Oid relid, MemoryContext cxt, Scd2CitusTable *out);
+extern bool scd2_citus_catalog_has(Oid relid);
+extern bool scd2_citus_read_shards(Oid relid, MemoryContext cxt, Scd2CitusShards *out);
 extern bool scd2_citus_in_task(void);
 
 #endif							/* SCD2_CITUS_CATALOG_H */
