@@ -354,12 +354,8 @@ scd2_asof(PG_FUNCTION_ARGS)
 				found = scd2_asof_citus_query(c, atv, &sk);
 				break;
 			default:
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("scd2.asof cannot look up key %s of distributed dimension \"%s\" on this node",
-								describe_key(c, values), c->relname),
-						 errdetail("The key's shard has no placement on this node, and a query that Citus runs on a shard cannot start another distributed query."),
-						 errhint("Distribute the fact load's source by the business key, co-located with the dimension, or make the dimension a reference table.")));
+				scd2_asof_citus_unreachable(c, describe_key(c, values));
+				found = false;	/* not reached: it raises the error */
 		}
 	}
 

@@ -205,6 +205,7 @@ extern bool scd2_asof_citus_registration(Oid relid, const char *relname, MemoryC
 extern void scd2_asof_citus_setup(AsofCache *c, Relation index);
 extern AsofRoute scd2_asof_citus_route(AsofCache *c, AsofCache **target);
 extern bool scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk);
+extern void scd2_asof_citus_unreachable(AsofCache *c, const char *key);
 
 /* asof_keys.c */
 extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);

@@ -366,6 +366,31 @@ scd2_asof_citus_route(AsofCache *c, AsofCache **target)
 }
 
 /*
+ * The error for a call scd2_asof_citus_route finds no way to answer here
+ * (key: the key, as the missing-version error shows it).
+ */
+void
+scd2_asof_citus_unreachable(AsofCache *c, const char *key)
+{
+	AsofCitus  *ct = c->citus;
+
+	if (ct->table.method == 'h' && ct->distkey < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("scd2.asof cannot look up key %s of distributed dimension \"%s\" on this node",
+						key, c->relname),
+				 errdetail("The dimension is distributed by column \"%s\", which is not a business key column, so the key's versions may be on any shard, and a query that Citus runs on a shard cannot start another distributed query.",
+						   get_attname(c->relid, ct->table.distattnum, false)),
+				 errhint("Distribute the dimension by a business key column, or make it a reference table.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("scd2.asof cannot look up key %s of distributed dimension \"%s\" on this node",
+					key, c->relname),
+			 errdetail("The key's shard has no placement on this node, and a query that Citus runs on a shard cannot start another distributed query."),
+			 errhint("Distribute the fact load's source by the business key, co-located with the dimension, or make the dimension a reference table.")));
+}
+
+/*
  * The query through Citus: the surrogate key of the latest version of the
  * key starting at or before the instant, and whether it is still valid
  * then (the probe's rule, asof_scan.c).
