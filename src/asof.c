@@ -42,6 +42,9 @@
  * enforced for the caller is rejected (the probe cannot apply policies), as
  * is a partitioned dimension (its indexes cannot be probed directly).
  *
+ * On a Citus table the rows are in shards: asof_citus.c routes each call
+ * to the shard on this node or to a query through Citus.
+ *
  * Known limitation: in PL/pgSQL, a simple expression such as
  * "v := scd2.asof(...)" is evaluated in a state that lives until the end of
  * the transaction, so its scan stays open until then, and DDL on that

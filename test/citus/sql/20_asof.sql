@@ -276,7 +276,7 @@ SELECT count(*) FILTER (WHERE scd2.asof('dim2', p.ts, s.region, s.code) IS DISTI
 
 -- On a worker, outside a distributed query (a session of its own there):
 -- the registration from the index, the rows from the shards.
-SELECT nodeport, result FROM run_command_on_workers($$
+SELECT result FROM run_command_on_workers($$
   SELECT scd2.asof('asof_citus.rdim', '2021-06-01', 7)::text || ' ' ||
          scd2.asof('asof_citus.ddim', '2021-06-01', 7)::text$$) ORDER BY nodeport;
 
