@@ -157,7 +157,8 @@ convert_at(AsofCache *c, TimestampTz at)
 }
 
 /*
- * Is this another snapshot than the open scan's?  Not only another address:
+ * Is this another snapshot than the open scan's (or the one a Citus
+ * dimension's kept versions were read under, asof_citus.c)?  Not only another address:
  * the scan's snapshot may have been freed and another one allocated at the
  * same place (a PL/pgSQL loop takes one per statement), or its command id
  * advanced in place; so compare what decides visibility too.  (The snapshot
@@ -354,6 +355,9 @@ scd2_asof(PG_FUNCTION_ARGS)
 				found = run_probe(shard, atv, &sk);
 				break;
 			case ASOF_ROUTE_QUERY:
+				/* its keys' versions are kept for one snapshot */
+				if (snapshot_changed(c, GetActiveSnapshot()))
+					scd2_asof_citus_forget(c, GetActiveSnapshot());
 				found = scd2_asof_citus_query(c, atv, &sk);
 				break;
 			default:

@@ -204,6 +204,7 @@ extern bool scd2_asof_citus_registration(Oid relid, const char *relname, MemoryC
 										 struct Scd2AsofRegistration *out);
 extern void scd2_asof_citus_setup(AsofCache *c, Relation index);
 extern AsofRoute scd2_asof_citus_route(AsofCache *c, AsofCache **target);
+extern void scd2_asof_citus_forget(AsofCache *c, Snapshot snapshot);
 extern bool scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk);
 extern void scd2_asof_citus_unreachable(AsofCache *c, const char *key);
 
@@ -216,6 +217,7 @@ extern bool scd2_asof_next_entry(AsofCache *c, IndexScanDesc scan, ScanDirection
 								 bool whole, bool lock_page, AsofEntry *e);
 extern void scd2_asof_register_callbacks(void);
 extern int64 scd2_asof_sk_value(AsofCache *c, Datum d);
+extern void scd2_asof_keep_snapshot(AsofCache *c, Snapshot snapshot);
 extern void scd2_asof_open(AsofCache *c, Snapshot snapshot);
 extern void scd2_asof_close(AsofCache *c);
 extern void scd2_asof_xact_callback(XactEvent event, void *arg);

@@ -49,13 +49,18 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "executor/nodeHash.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "scd2.h"
 #include "asof.h"
@@ -73,10 +78,38 @@ typedef struct AsofCitus
 
 	/* the query through Citus */
 	Oid			eqops[INDEX_MAX_KEYS];	/* key column = argument */
-	Oid			paramtypes[INDEX_MAX_KEYS + 1];
+	Oid			paramtypes[INDEX_MAX_KEYS];
+	FmgrInfo	paramout[INDEX_MAX_KEYS];	/* their output functions */
 	SPIPlanPtr	plan;
 	MemoryContextCallback cb;	/* frees the plan */
+
+	/*
+	 * The versions of the keys asked for, each read by one query, kept
+	 * while the snapshot stays the same (asof.c) and within work_mem *
+	 * hash_mem_multiplier; keyed by the key values' text.
+	 */
+	MemoryContext keptcxt;
+	HTAB	   *kept;
 } AsofCitus;
+
+/* A key's versions, in valid_from order, as the query read them. */
+#define KEPT_KEY_LEN NAMEDATALEN
+
+typedef struct KeptVersion
+{
+	int64		vf;				/* valid_from (a date widened) */
+	int64		vt;				/* valid_to, when not open */
+	int64		sk;
+	bool		open;			/* valid_to NULL or infinity */
+	bool		sknull;
+} KeptVersion;
+
+typedef struct KeptKey
+{
+	char		key[KEPT_KEY_LEN];	/* the hash key: the values' text */
+	int			nversions;
+	KeptVersion *versions;
+} KeptKey;
 
 static bool
 is_time_type(Oid t)
@@ -290,13 +323,17 @@ scd2_asof_citus_setup(AsofCache *c, Relation index)
 		Oid			opcintype = index->rd_opcintype[i];
 		Oid			subtype = c->scankeys[i].sk_subtype;
 
+		Oid			outfn;
+		bool		isvarlena;
+
 		ct->eqops[i] = get_opfamily_member(index->rd_opfamily[i], opcintype,
 										   OidIsValid(subtype) ? subtype : opcintype,
 										   BTEqualStrategyNumber);
 		ct->paramtypes[i] = OidIsValid(subtype) && !IsPolymorphicType(subtype) ? subtype :
 			c->keys[i].coltype;
+		getTypeOutputInfo(ct->paramtypes[i], &outfn, &isvarlena);
+		fmgr_info_cxt(outfn, &ct->paramout[i], c->cxt);
 	}
-	ct->paramtypes[c->nkeys] = c->vftype;
 
 	ct->cb.func = free_plan;
 	ct->cb.arg = ct;
@@ -391,9 +428,8 @@ scd2_asof_citus_unreachable(AsofCache *c, const char *key)
 }
 
 /*
- * The query through Citus: the surrogate key of the latest version of the
- * key starting at or before the instant, and whether it is still valid
- * then (the probe's rule, asof_scan.c).
+ * The query through Citus: every version of one key, in valid_from order
+ * (Citus routes it to the key's shard, or asks every shard).
  */
 static SPIPlanPtr
 query_plan(AsofCache *c)
@@ -406,13 +442,11 @@ query_plan(AsofCache *c)
 	const char *vf = quote_identifier(get_attname(relid, c->vf_attnum, false));
 	const char *vt = quote_identifier(get_attname(relid, c->vt_attnum, false));
 	const char *sk = quote_identifier(get_attname(relid, c->sk_attnum, false));
-	int			at = c->nkeys + 1;
 	SPIPlanPtr	plan;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT t.%s, (t.%s IS NULL OR t.%s OPERATOR(pg_catalog.=) 'infinity'"
-					 " OR $%d OPERATOR(pg_catalog.<) t.%s) FROM %s t WHERE ",
-					 sk, vt, vt, at, vt, rel);
+	appendStringInfo(&sql, "SELECT t.%s, t.%s, t.%s FROM %s t WHERE t.%s IS NOT NULL",
+					 vf, vt, sk, rel, vf);
 	for (int i = 0; i < c->nkeys; i++)
 	{
 		HeapTuple	optup = SearchSysCache1(OPEROID, ObjectIdGetDatum(ct->eqops[i]));
@@ -421,16 +455,15 @@ query_plan(AsofCache *c)
 		if (!HeapTupleIsValid(optup))
 			elog(ERROR, "cache lookup failed for operator %u", ct->eqops[i]);
 		op = (Form_pg_operator) GETSTRUCT(optup);
-		appendStringInfo(&sql, "t.%s OPERATOR(%s.%s) $%d AND ",
+		appendStringInfo(&sql, " AND t.%s OPERATOR(%s.%s) $%d",
 						 quote_identifier(c->keys[i].colname),
 						 quote_identifier(get_namespace_name(op->oprnamespace)),
 						 NameStr(op->oprname), i + 1);
 		ReleaseSysCache(optup);
 	}
-	appendStringInfo(&sql, "t.%s OPERATOR(pg_catalog.<=) $%d ORDER BY t.%s DESC LIMIT 1",
-					 vf, at, vf);
+	appendStringInfo(&sql, " ORDER BY t.%s", vf);
 
-	plan = SPI_prepare(sql.data, c->nkeys + 1, ct->paramtypes);
+	plan = SPI_prepare(sql.data, c->nkeys, ct->paramtypes);
 	if (plan == NULL)
 		elog(ERROR, "scd2: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
@@ -438,37 +471,175 @@ query_plan(AsofCache *c)
 	return plan;
 }
 
-bool
-scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk)
+/* A valid_from / valid_to value as an int64 that sorts as it does. */
+static int64
+time_value(AsofCache *c, Datum d)
+{
+	if (c->vftype == DATEOID)
+		return (int64) DatumGetDateADT(d);
+	return DatumGetInt64(d);
+}
+
+static bool
+time_is_noend(AsofCache *c, Datum d)
+{
+	if (c->vftype == DATEOID)
+		return DATE_IS_NOEND(DatumGetDateADT(d));
+	return TIMESTAMP_IS_NOEND(DatumGetTimestamp(d));
+}
+
+/*
+ * A new snapshot (or the first call): forget the kept versions, and keep
+ * the snapshot's description to see it change.
+ */
+void
+scd2_asof_citus_forget(AsofCache *c, Snapshot snapshot)
 {
 	AsofCitus  *ct = c->citus;
-	Datum		values[INDEX_MAX_KEYS + 1];
-	bool		found = false;
+	HASHCTL		ctl;
+	MemoryContext oldcxt;
+
+	if (ct->keptcxt != NULL)
+		MemoryContextDelete(ct->keptcxt);
+	ct->keptcxt = AllocSetContextCreate(c->cxt, "scd2.asof kept versions", ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(ct->keptcxt);
+	scd2_asof_keep_snapshot(c, snapshot);
+	MemoryContextSwitchTo(oldcxt);
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = KEPT_KEY_LEN;
+	ctl.entrysize = sizeof(KeptKey);
+	ctl.hcxt = ct->keptcxt;
+	ct->kept = hash_create("scd2.asof kept versions", 256, &ctl,
+						   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+/*
+ * The hash key of a call's key values (in c->scankeys): their text, each
+ * prefixed by its length; false when it does not fit (not kept then).
+ */
+static bool
+kept_key(AsofCache *c, char *out)
+{
+	AsofCitus  *ct = c->citus;
+	StringInfoData buf;
+	bool		fits;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < c->nkeys; i++)
+	{
+		char	   *v = OutputFunctionCall(&ct->paramout[i], c->scankeys[i].sk_argument);
+
+		appendStringInfo(&buf, "%zu:%s", strlen(v), v);
+	}
+	fits = buf.len < KEPT_KEY_LEN;
+	if (fits)
+	{
+		memset(out, 0, KEPT_KEY_LEN);
+		memcpy(out, buf.data, buf.len);
+	}
+	pfree(buf.data);
+	return fits;
+}
+
+/* Read the key's versions through Citus into e (in cxt). */
+static void
+read_versions(AsofCache *c, KeptKey *e, MemoryContext cxt)
+{
+	AsofCitus  *ct = c->citus;
+	Datum		values[INDEX_MAX_KEYS];
 	int			rc;
 
 	for (int i = 0; i < c->nkeys; i++)
 		values[i] = c->scankeys[i].sk_argument;
-	values[c->nkeys] = atv;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	if (ct->plan == NULL)
 		ct->plan = query_plan(c);
-	rc = SPI_execute_plan(ct->plan, values, NULL, true, 1);
+	rc = SPI_execute_plan(ct->plan, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: the as-of query on dimension \"%s\" failed: %s",
 			 c->relname, SPI_result_code_string(rc));
-	if (SPI_processed == 1)
+	e->nversions = (int) SPI_processed;
+	e->versions = MemoryContextAlloc(cxt, sizeof(KeptVersion) * Max(e->nversions, 1));
+	for (int i = 0; i < e->nversions; i++)
 	{
-		bool		sknull,
-					validnull;
-		Datum		skd = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &sknull);
-		Datum		valid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &validnull);
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		KeptVersion *v = &e->versions[i];
+		bool		isnull;
+		Datum		d;
 
-		found = !sknull && !validnull && DatumGetBool(valid);
-		if (found)
-			*sk = scd2_asof_sk_value(c, skd);
+		v->vf = time_value(c, SPI_getbinval(tup, desc, 1, &isnull));
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		v->open = isnull || time_is_noend(c, d);
+		v->vt = v->open ? 0 : time_value(c, d);
+		d = SPI_getbinval(tup, desc, 3, &v->sknull);
+		v->sk = v->sknull ? 0 : scd2_asof_sk_value(c, d);
 	}
 	SPI_finish();
-	return found;
+}
+
+/*
+ * A call answered through Citus: the key's versions (kept, or read now),
+ * then the probe's rule (asof_scan.c): the latest version starting at or
+ * before the instant, if it is still valid then.
+ */
+bool
+scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk)
+{
+	AsofCitus  *ct = c->citus;
+	char		key[KEPT_KEY_LEN];
+	KeptKey		local;
+	KeptKey    *volatile e = &local;
+	int64		at = time_value(c, atv);
+	int			lo,
+				hi;
+
+	if (kept_key(c, key))
+	{
+		bool		found;
+
+		/* within the memory a hash join would take, else start over */
+		if (MemoryContextMemAllocated(ct->keptcxt, true) > get_hash_memory_limit())
+			scd2_asof_citus_forget(c, c->snapshot);
+		e = hash_search(ct->kept, key, HASH_ENTER, &found);
+		if (!found)
+		{
+			e->nversions = 0;
+			e->versions = NULL;
+			PG_TRY();
+			{
+				read_versions(c, e, ct->keptcxt);
+			}
+			PG_CATCH();
+			{
+				hash_search(ct->kept, key, HASH_REMOVE, NULL);
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+		}
+	}
+	else
+		read_versions(c, e, c->callcxt);
+
+	/* the last version with valid_from <= at */
+	lo = 0;
+	hi = e->nversions - 1;
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (e->versions[mid].vf <= at)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	if (hi < 0)
+		return false;
+	if (e->versions[hi].sknull || !(e->versions[hi].open || at < e->versions[hi].vt))
+		return false;
+	*sk = e->versions[hi].sk;
+	return true;
 }

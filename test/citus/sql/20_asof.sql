@@ -188,6 +188,25 @@ SELECT scd2.asof('rdim', '2024-06-01', 5) AS rdim, scd2.asof('ddim', '2024-06-01
 SELECT id, scd2.asof('rdim', '2024-06-01', id) AS rdim, scd2.asof('ddim', '2024-06-01', id) AS ddim
   FROM stg_coloc WHERE id IN (5, 6) GROUP BY id ORDER BY id;
 
+-- A PL/pgSQL loop keeps its call site (and the versions it read through
+-- Citus) across statements: a write in between is seen at the next call.
+CREATE FUNCTION loop_check(dim regclass) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r text := '';
+BEGIN
+  FOR i IN 1..2 LOOP
+    r := r || coalesce(scd2.asof(dim, '2030-01-01', 7)::text, 'null') || ' ';
+    IF i = 1 THEN
+      EXECUTE format($q$UPDATE %s SET valid_to = '2025-01-01', is_current = false
+                         WHERE id = 7 AND valid_to IS NULL$q$, dim);
+      EXECUTE format($q$INSERT INTO %s VALUES (5007, 7, 'v5', '2025-01-01', NULL, true)$q$, dim);
+    END IF;
+  END LOOP;
+  RETURN r;
+END $$;
+BEGIN;
+SELECT loop_check('rdim') AS rdim, loop_check('ddim') AS ddim;
+ROLLBACK;
+
 -- 4. What is not supported, and says so.  A one-row staging table
 -- distributed by the fact id, whose row's key has its ddim shard on the
 -- other node: a task on a shard cannot start a query through Citus.
