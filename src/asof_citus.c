@@ -19,14 +19,17 @@
  *   whose source is co-located with the dimension) it is probed directly;
  * - otherwise (the shard is on another node, or the dimension is
  *   distributed by another column) the lookup runs a query through Citus
- *   on the dimension (the latest version starting at or before the
- *   instant), which Citus routes to the shard.  Inside a task that Citus
- *   runs on a shard it cannot: Citus refuses to start a distributed query
- *   there, and the call errors out with a hint (asof.c).
+ *   on the dimension for all the versions of the key, which Citus routes
+ *   to the shard; they are kept for the rest of the query while its
+ *   snapshot stays the same, so a key asked for again costs no round
+ *   trip.  Inside a task that Citus runs on a shard it cannot: Citus
+ *   refuses to start a distributed query there, and the call errors out
+ *   with a hint (scd2_asof_citus_unreachable).
  *
  * Each shard probed gets a cache of its own (asof_cache.c), built at its
  * first call in the query, so its scan, snapshot checks and bulk map work
- * as on a plain table.  Nothing is kept across queries.
+ * as on a plain table.  Nothing is kept across queries, or across
+ * snapshots.
  *
  * The registration: scd2.dimensions lives on the coordinator (its
  * regclass values are OIDs, which differ from node to node).  Where the
