@@ -325,7 +325,6 @@ scd2_asof_citus_setup(AsofCache *c, Relation index)
 	{
 		Oid			opcintype = index->rd_opcintype[i];
 		Oid			subtype = c->scankeys[i].sk_subtype;
-
 		Oid			outfn;
 		bool		isvarlena;
 
