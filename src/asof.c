@@ -42,6 +42,9 @@
  * enforced for the caller is rejected (the probe cannot apply policies), as
  * is a partitioned dimension (its indexes cannot be probed directly).
  *
+ * On a Citus table the rows are in shards: asof_citus.c routes each call
+ * to the shard on this node or to a query through Citus.
+ *
  * Known limitation: in PL/pgSQL, a simple expression such as
  * "v := scd2.asof(...)" is evaluated in a state that lives until the end of
  * the transaction, so its scan stays open until then, and DDL on that
@@ -154,7 +157,8 @@ convert_at(AsofCache *c, TimestampTz at)
 }
 
 /*
- * Is this another snapshot than the open scan's?  Not only another address:
+ * Is this another snapshot than the open scan's (or the one a Citus
+ * dimension's kept versions were read under, asof_citus.c)?  Not only another address:
  * the scan's snapshot may have been freed and another one allocated at the
  * same place (a PL/pgSQL loop takes one per statement), or its command id
  * advanced in place; so compare what decides visibility too.  (The snapshot
@@ -338,7 +342,29 @@ scd2_asof(PG_FUNCTION_ARGS)
 	atv = convert_at(c, at);
 	c->scankeys[c->nkeys].sk_argument = atv;
 
-	found = run_probe(c, atv, &sk);
+	if (c->citus == NULL)
+		found = run_probe(c, atv, &sk);
+	else
+	{
+		/* a Citus dimension: its shard here, or a query through Citus */
+		AsofCache  *shard;
+
+		switch (scd2_asof_citus_route(c, &shard))
+		{
+			case ASOF_ROUTE_LOCAL:
+				found = run_probe(shard, atv, &sk);
+				break;
+			case ASOF_ROUTE_QUERY:
+				/* its keys' versions are kept for one snapshot */
+				if (snapshot_changed(c, GetActiveSnapshot()))
+					scd2_asof_citus_forget(c, GetActiveSnapshot());
+				found = scd2_asof_citus_query(c, atv, &sk);
+				break;
+			default:
+				scd2_asof_citus_unreachable(c, describe_key(c, values));
+				found = false;	/* not reached: it raises the error */
+		}
+	}
 
 	if (!found && scd2_asof_on_missing == SCD2_ASOF_MISSING_ERROR)
 		ereport(ERROR,

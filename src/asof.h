@@ -4,7 +4,8 @@
  * arguments; asof_cache.c builds the cache (registry row, privileges,
  * index choice), asof_keys.c its scan keys; asof_scan.c keeps the index
  * scan open and reads its entries; asof_map.c builds and searches the
- * bulk map.
+ * bulk map; asof_citus.c finds the shard (or the query through Citus) a
+ * call reads on a Citus cluster.
  */
 #ifndef SCD2_ASOF_H
 #define SCD2_ASOF_H
@@ -95,6 +96,8 @@ typedef enum AsofMapState
 	MAP_FAILED					/* too large, or not possible: keep probing */
 } AsofMapState;
 
+struct AsofCitus;
+
 /*
  * Everything derived from the registry for one call site, valid for one
  * dimension within one transaction and command.
@@ -159,7 +162,22 @@ typedef struct AsofCache
 	int64		ncalls;
 	AsofMapState map_state;
 	AsofMap    *map;
+
+	/*
+	 * A Citus table (asof_citus.c): where its rows are; NULL otherwise.
+	 * Its shards' caches are AsofCaches of their own (on the shard's
+	 * relation and index), with citus NULL.
+	 */
+	struct AsofCitus *citus;
 } AsofCache;
+
+/* Where a call on a Citus dimension reads (scd2_asof_citus_route). */
+typedef enum AsofRoute
+{
+	ASOF_ROUTE_LOCAL,			/* a shard with a placement on this node */
+	ASOF_ROUTE_QUERY,			/* a query through Citus on the dimension */
+	ASOF_ROUTE_UNREACHABLE		/* neither: inside a task, no local placement */
+} AsofRoute;
 
 /* One index entry, as scd2_asof_next_entry reads it. */
 typedef struct AsofEntry
@@ -179,6 +197,16 @@ extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
 
 /* asof_cache.c */
 extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid);
+extern AsofCache *scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel);
+
+/* asof_citus.c */
+extern bool scd2_asof_citus_registration(Oid relid, const char *relname, MemoryContext cxt,
+										 struct Scd2AsofRegistration *out);
+extern void scd2_asof_citus_setup(AsofCache *c, Relation index);
+extern AsofRoute scd2_asof_citus_route(AsofCache *c, AsofCache **target);
+extern void scd2_asof_citus_forget(AsofCache *c, Snapshot snapshot);
+extern bool scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk);
+extern void scd2_asof_citus_unreachable(AsofCache *c, const char *key);
 
 /* asof_keys.c */
 extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);
@@ -189,6 +217,7 @@ extern bool scd2_asof_next_entry(AsofCache *c, IndexScanDesc scan, ScanDirection
 								 bool whole, bool lock_page, AsofEntry *e);
 extern void scd2_asof_register_callbacks(void);
 extern int64 scd2_asof_sk_value(AsofCache *c, Datum d);
+extern void scd2_asof_keep_snapshot(AsofCache *c, Snapshot snapshot);
 extern void scd2_asof_open(AsofCache *c, Snapshot snapshot);
 extern void scd2_asof_close(AsofCache *c);
 extern void scd2_asof_xact_callback(XactEvent event, void *arg);

@@ -94,7 +94,10 @@ read_registry(AsofCache *c)
 			   *vtname,
 			   *skname;
 
-	scd2_registry_read_asof(c->relid, c->relname, c->cxt, &reg);
+	/* a Citus worker has no registry row: the as-of index tells (asof_citus.c) */
+	if (!scd2_registry_read_asof(c->relid, c->relname, c->cxt, &reg, true) &&
+		!scd2_asof_citus_registration(c->relid, c->relname, c->cxt, &reg))
+		scd2_registry_read_asof(c->relid, c->relname, c->cxt, &reg, false);
 	c->nkeys = reg.nkeys;
 	c->keys = MemoryContextAllocZero(c->cxt, sizeof(AsofKey) * reg.nkeys);
 	for (int i = 0; i < reg.nkeys; i++)
@@ -341,11 +344,83 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	if (c->sktype != INT8OID && c->sktype != INT4OID && c->sktype != INT2OID)
 		elog(ERROR, "unexpected surrogate key type %u", c->sktype);
 
+	/* a Citus table: its rows are in shards */
+	scd2_asof_citus_setup(c, index);
+
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 
 	c->callcxt = AllocSetContextCreate(cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
 	if (old != NULL)
 		MemoryContextDelete(old->cxt);
+	return c;
+}
+
+/*
+ * The cache of one shard of a Citus dimension (asof_citus.c), in the
+ * dimension's cache's memory: the same registration, argument conversions
+ * and scan keys, on the shard's relation (whose attribute numbers may
+ * differ: a shard is created without the shell table's dropped columns)
+ * and on its copy of the as-of index.
+ */
+AsofCache *
+scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel)
+{
+	MemoryContext cxt;
+	AsofCache  *c;
+	Relation	heap;
+	Relation	index;
+	Relation	pindex;
+
+	cxt = AllocSetContextCreate(parent->cxt, "scd2.asof shard cache", ALLOCSET_SMALL_SIZES);
+	c = MemoryContextAlloc(cxt, sizeof(AsofCache));
+	memcpy(c, parent, sizeof(AsofCache));
+	c->cxt = cxt;
+	c->citus = NULL;
+	c->relid = shardrel;
+	c->open = false;
+	c->opencxt = NULL;
+	c->owner = NULL;
+	c->heap = NULL;
+	c->index = NULL;
+	c->scan = NULL;
+	c->slot = NULL;
+	c->ncalls = 0;
+	c->map_state = MAP_NONE;
+	c->map = NULL;
+	c->cb.func = scd2_asof_cache_reset;
+	c->cb.arg = c;
+	MemoryContextRegisterResetCallback(cxt, &c->cb);
+
+	c->keys = MemoryContextAlloc(cxt, sizeof(AsofKey) * c->nkeys);
+	memcpy(c->keys, parent->keys, sizeof(AsofKey) * c->nkeys);
+
+	heap = table_open(shardrel, AccessShareLock);
+	for (int i = 0; i < c->nkeys; i++)
+		c->keys[i].attnum = registered_column(c, c->keys[i].colname, "business key");
+	c->vf_attnum = registered_column(c, get_attname(parent->relid, parent->vf_attnum, false), "valid_from");
+	c->vt_attnum = registered_column(c, get_attname(parent->relid, parent->vt_attnum, false), "valid_to");
+	c->sk_attnum = registered_column(c, get_attname(parent->relid, parent->sk_attnum, false), "surrogate key");
+	c->index_only = false;
+	choose_index(c, heap);
+
+	/* the scan keys were made for the dimension's index: the shard's must match */
+	index = index_open(c->indexid, AccessShareLock);
+	pindex = index_open(parent->indexid, AccessShareLock);
+	for (int i = 0; i <= c->nkeys; i++)
+		if (index->rd_opfamily[i] != pindex->rd_opfamily[i] ||
+			index->rd_indoption[i] != pindex->rd_indoption[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("as-of index \"%s\" of shard \"%s\" does not match the as-of index of dimension \"%s\"",
+							RelationGetRelationName(index), RelationGetRelationName(heap), parent->relname),
+					 errhint("Recreate the index on the dimension so that Citus recreates it on its shards.")));
+	index_close(pindex, NoLock);
+	index_close(index, NoLock);
+
+	setup_bulk(c, heap);
+	table_close(heap, NoLock);
+
+	c->callcxt = AllocSetContextCreate(cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
 	return c;
 }

@@ -105,6 +105,23 @@ scd2_asof_sk_value(AsofCache *c, Datum d)
 }
 
 /*
+ * Remember the snapshot answers are read under, and what it is now (in the
+ * current memory context), to see it change (asof.c, snapshot_changed).
+ */
+void
+scd2_asof_keep_snapshot(AsofCache *c, Snapshot snapshot)
+{
+	c->snapshot = snapshot;
+	c->snap = *snapshot;
+	c->snap.xip = palloc(sizeof(TransactionId) * Max(snapshot->xcnt, 1));
+	if (snapshot->xcnt > 0)
+		memcpy(c->snap.xip, snapshot->xip, sizeof(TransactionId) * snapshot->xcnt);
+	c->snap.subxip = palloc(sizeof(TransactionId) * Max(snapshot->subxcnt, 1));
+	if (snapshot->subxcnt > 0)
+		memcpy(c->snap.subxip, snapshot->subxip, sizeof(TransactionId) * snapshot->subxcnt);
+}
+
+/*
  * Open the dimension, its as-of index and a scan of it, to be reused by the
  * following calls of this call site.
  *
@@ -151,14 +168,7 @@ scd2_asof_open(AsofCache *c, Snapshot snapshot)
 		c->heap = table_open(c->relid, NoLock);
 		c->index = index_open(c->indexid, NoLock);
 
-		c->snapshot = snapshot;
-		c->snap = *snapshot;	/* what it is now, to see it change */
-		c->snap.xip = palloc(sizeof(TransactionId) * Max(snapshot->xcnt, 1));
-		if (snapshot->xcnt > 0)
-			memcpy(c->snap.xip, snapshot->xip, sizeof(TransactionId) * snapshot->xcnt);
-		c->snap.subxip = palloc(sizeof(TransactionId) * Max(snapshot->subxcnt, 1));
-		if (snapshot->subxcnt > 0)
-			memcpy(c->snap.subxip, snapshot->subxip, sizeof(TransactionId) * snapshot->subxcnt);
+		scd2_asof_keep_snapshot(c, snapshot);
 		c->scan = scd2_index_beginscan(c->heap, c->index, c->snapshot, c->nkeys + 1, 0);
 		c->scan->xs_want_itup = c->index_only;
 		scd2_prepare_btree_scan(c->scan);

@@ -345,11 +345,12 @@ asof_registry_plan(void)
  * The registry row scd2.asof needs (business key, validity and surrogate
  * key column names), copied into cxt; relname names the dimension in the
  * errors.  The dimension must still have the shape it was registered
- * with.
+ * with.  Without a row: false with missing_ok (a Citus worker, whose
+ * registry is empty: asof_citus.c), else an error.
  */
-void
+bool
 scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
-						Scd2AsofRegistration *out)
+						Scd2AsofRegistration *out, bool missing_ok)
 {
 	Datum		values[1];
 	int			ret;
@@ -369,6 +370,11 @@ scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
 	ret = SPI_execute_plan(asof_registry_plan(), values, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0 && missing_ok)
+	{
+		SPI_finish();
+		return false;
+	}
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -416,6 +422,7 @@ scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
 
 	MemoryContextSwitchTo(oldcxt);
 	SPI_finish();
+	return true;
 }
 
 /* Registered dimensions in a stable order (schema, then table name). */

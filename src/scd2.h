@@ -204,8 +204,8 @@ typedef struct Scd2Target
 
 extern const char *scd2_registry_shape_sql(void);
 extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
-extern void scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
-									Scd2AsofRegistration *out);
+extern bool scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+									Scd2AsofRegistration *out, bool missing_ok);
 extern Scd2Target *scd2_registry_targets(int *ntargets);
 
 /* config.c */
