@@ -5,7 +5,7 @@
  * (empty on the coordinator) whose rows live in shards: tables named
  * dim_<shardid>, with the same columns and indexes, placed on one node
  * (distributed) or on every node (reference).  So the lookup reads the
- * shard, found from Citus's metadata (citus_catalog.c), which Citus 11+
+ * shard, found from Citus's metadata (citus_shards.c), which Citus 11+
  * keeps on every node:
  *
  * - reference (or single-shard) dimension: its one shard; a node with a
@@ -67,7 +67,7 @@
 
 #include "scd2.h"
 #include "asof.h"
-#include "citus_catalog.h"
+#include "citus_shards.h"
 
 typedef struct AsofCitus
 {

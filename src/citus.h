@@ -1,7 +1,8 @@
 /*
  * citus.h -- what a relation is to Citus, read from the catalog (citus.c).
  *
- * scd2 never links against Citus and never calls a Citus function: where
+ * scd2 never links against Citus and reads nothing of it unless the
+ * citus extension exists (the load calls no Citus function): where
  * the citus extension is not installed in the database every relation is
  * SCD2_CITUS_NONE.  Otherwise its row in pg_dist_partition (Citus's own
  * catalog table, in pg_catalog) says how it is spread over the nodes.

@@ -1,6 +1,8 @@
 /*
- * citus_catalog.c -- what scd2 reads of Citus's metadata, without linking
- * against Citus and without calling it when it is not installed.
+ * citus_shards.c -- where a Citus table's shards are and which of them
+ * have a placement on this node, for scd2.asof; without linking against
+ * Citus and without calling it when it is not installed.  How a table is
+ * distributed is citus.c's (one reader of pg_dist_partition).
  *
  * Citus 11+ keeps its metadata on every node with metadata (the
  * coordinator and, synced, every worker): pg_dist_partition (how a table
@@ -25,37 +27,14 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "citus_catalog.h"
-
-/* Is the citus extension installed in this database (with its catalogs)? */
-static bool
-citus_present(void)
-{
-	return OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)) &&
-		OidIsValid(get_extension_oid("citus", true));
-}
+#include "citus.h"
+#include "citus_shards.h"
 
 /* Is relid a table in Citus's metadata (distributed, reference or local)? */
 bool
 scd2_citus_catalog_has(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		found;
-	int			rc;
-
-	if (!citus_present())
-		return false;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "scd2: SPI_connect failed");
-	rc = SPI_execute_with_args("SELECT FROM pg_catalog.pg_dist_partition p"
-							   " WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-							   1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading pg_dist_partition failed: %s", SPI_result_code_string(rc));
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
+	return scd2_citus_table(relid, NULL) != SCD2_CITUS_NONE;
 }
 
 static int
@@ -78,6 +57,7 @@ scd2_citus_read_shards(Oid relid, MemoryContext cxt, Scd2CitusShards *out)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	Scd2CitusTable t;
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
@@ -85,36 +65,14 @@ scd2_citus_read_shards(Oid relid, MemoryContext cxt, Scd2CitusShards *out)
 	int			rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!citus_present())
+	if (scd2_citus_table(relid, &t) == SCD2_CITUS_NONE)
 		return false;
+	out->method = t.partmethod;
+	out->repmodel = t.repmodel;
+	out->distattnum = t.distcol;
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-
-	rc = SPI_execute_with_args("SELECT p.partmethod, p.repmodel, p.partkey"
-							   "  FROM pg_catalog.pg_dist_partition p"
-							   " WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-							   1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading pg_dist_partition failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-	{
-		SPI_finish();
-		return false;
-	}
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	out->method = DatumGetChar(SPI_getbinval(tup, desc, 1, &isnull));
-	out->repmodel = DatumGetChar(SPI_getbinval(tup, desc, 2, &isnull));
-	out->distattnum = InvalidAttrNumber;
-	d = SPI_getbinval(tup, desc, 3, &isnull);
-	if (!isnull)
-	{
-		/* the distribution column, as Citus stores it: a Var in node text */
-		Node	   *key = stringToNode(TextDatumGetCString(d));
-
-		if (key != NULL && IsA(key, Var))
-			out->distattnum = ((Var *) key)->varattno;
-	}
 
 	/* the shards, and the relation of each one that has a placement here */
 	rc = SPI_execute_with_args(

@@ -1,10 +1,10 @@
 /*
- * citus_catalog.h -- where a Citus table's shards are, read from Citus's
- * metadata (citus_catalog.c), for scd2.asof.  (How a table is distributed,
+ * citus_shards.h -- where a Citus table's shards are, read from Citus's
+ * metadata (citus_shards.c), for scd2.asof.  (How a table is distributed,
  * for the load, is citus.h's.)
  */
-#ifndef SCD2_CITUS_CATALOG_H
-#define SCD2_CITUS_CATALOG_H
+#ifndef SCD2_CITUS_SHARDS_H
+#define SCD2_CITUS_SHARDS_H
 
 #include "postgres.h"
 #include "access/attnum.h"
@@ -33,4 +33,4 @@ extern bool scd2_citus_catalog_has(Oid relid);
 extern bool scd2_citus_read_shards(Oid relid, MemoryContext cxt, Scd2CitusShards *out);
 extern bool scd2_citus_in_task(void);
 
-#endif							/* SCD2_CITUS_CATALOG_H */
+#endif							/* SCD2_CITUS_SHARDS_H */
