@@ -97,6 +97,11 @@ extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, con
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 									   int64 *y_applied, int64 *complex_rows);
 
+/* load_first.c */
+extern bool scd2_first_load_applies(LoadState *st, bool dry_run, bool several);
+extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store,
+							TupleDesc desc);
+
 /* load_write.c */
 extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
