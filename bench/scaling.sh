@@ -5,12 +5,25 @@
 # Writes bench/out/scaling/scaling.csv and bench/out/scaling/scaling.png
 # (gnuplot; installed with apt-get when missing and running as root).
 # Same environment as run.sh (PGHOST, PGPORT, PGUSER, SKIP_SCD2, ROUNDS,
-# CHANGED, NEW, DELETED, CHECKPOINT); BATCHES and DEPTHS override the sets.
+# CHANGED, NEW, DELETED, CHECKPOINT, APPROACHES); BATCHES and DEPTHS
+# override the sets (DEPTHS="" leaves the depth runs out).
+#   SETTINGS=default|tuned  first start the benchmark's throwaway cluster
+#                           (cluster.sh, with its DIR and PORT) with these
+#                           settings, run against it and stop it at the
+#                           end; default is PostgreSQL's defaults
+#                           (shared_buffers 128MB, work_mem 4MB), e.g.
+#     SETTINGS=default DIR=/tmp/benchpg PORT=55493 bench/scaling.sh
+#   PLOT=1                  0: no plot (CSV only)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${SETTINGS:-}" ]; then
+    eval "$(SETTINGS=$SETTINGS "$HERE/cluster.sh" start)"
+    export PGHOST PGPORT PGUSER
+    trap 'SETTINGS=$SETTINGS "$HERE/cluster.sh" stop' EXIT
+fi
 KEYS=${KEYS:-1000000}
 BATCHES=${BATCHES:-"20000 200000 2000000"}
-DEPTHS=${DEPTHS:-"1 10"}
+DEPTHS=${DEPTHS-"1 10"}
 DEPTH_BATCH=${DEPTH_BATCH:-200000}
 SDIR=${SDIR:-$HERE/out/scaling}
 mkdir -p "$SDIR"
@@ -25,5 +38,9 @@ for v in $DEPTHS; do
     KEYS=$KEYS BATCH=$DEPTH_BATCH VERSIONS=$v SCALING_CSV=$CSV "$HERE/run.sh"
 done
 
-"$HERE/plot.sh" "$CSV" "$SDIR/scaling.png"
-echo "wrote $CSV and $SDIR/scaling.png"
+if [ "${PLOT:-1}" = 1 ]; then
+    "$HERE/plot.sh" "$CSV" "$SDIR/scaling.png"
+    echo "wrote $CSV and $SDIR/scaling.png"
+else
+    echo "wrote $CSV"
+fi

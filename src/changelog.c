@@ -47,6 +47,7 @@
 #include "utils/typcache.h"
 
 #include "sqlbuild.h"		/* X(): the change table's internal column names */
+#include "worktable.h"		/* WT_ACT_INSERT */
 
 /*
  * The run id reserved by the load running now, claimed by its audit row.
@@ -199,6 +200,62 @@ change_log_installed(void)
 }
 
 /*
+ * Reserve the run id (from the audit log's own sequence) and write the
+ * run's header: the registration's columns as this load used them.
+ * Returns the run id.
+ */
+static int64
+write_run_header(const Scd2Config *cfg)
+{
+	Oid			argtypes[3] = {INT8OID, OIDOID, BOOLOID};
+	Datum		values[3];
+	int64		run_id;
+
+	scd2_spi_exec_as_extension_owner("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
+									 0, NULL, NULL, NULL, false, SPI_OK_SELECT, "reserving a run id");
+	run_id = scd2_spi_int8(0, 1);
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = ObjectIdGetDatum(cfg->dim_oid);
+	values[2] = BoolGetDatum(scd2_change_log);
+	if (scd2_spi_exec_as_extension_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
+				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
+				  " type1_columns, current_valid_to, logged)"
+				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
+				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3"
+				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+				  3, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
+	return run_id;
+}
+
+/* Hand the run id to this load's audit row (scd2_changelog_claim_run_id). */
+static void
+hand_over_run_id(const Scd2Config *cfg, int64 run_id)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (pending.dim_name)
+		pfree(pending.dim_name);
+	pending.dim_name = pstrdup(cfg->dim_name);
+	MemoryContextSwitchTo(oldcxt);
+	pending.run_id = run_id;
+	pending.xid = GetCurrentTransactionId();
+}
+
+/* jsonb_build_object's arguments for the business key of alias c. */
+static char *
+key_pairs(const Scd2Config *cfg, const char *alias)
+{
+	StringInfoData keys;
+
+	initStringInfo(&keys);
+	for (int i = 0; i < cfg->nkeys; i++)
+		append_json_pair(&keys, cfg->keys[i].name, psprintf("%s.%s", alias, cfg->keys[i].ident));
+	return keys.data;
+}
+
+/*
  * Before the MERGE: reserve the run id, write the run's header and one
  * change-log row per row of the change table -- for an update copy (it
  * carries its target's valid_from in _tvf) the before-image of its target,
@@ -216,39 +273,21 @@ int64
 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap, const char *written)
 {
 	StringInfoData sql;
-	StringInfoData keys;
 	StringInfoData type1;
-	Oid			argtypes[3] = {INT8OID, OIDOID, BOOLOID};
-	Datum		values[3];
+	char	   *keys;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
 	int64		run_id;
-	MemoryContext oldcxt;
 
 	if (!change_log_installed())
 		return 0;
 
-	/* the run id, from the audit log's own sequence */
-	scd2_spi_exec_as_extension_owner("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
-									 0, NULL, NULL, NULL, false, SPI_OK_SELECT, "reserving a run id");
-	run_id = scd2_spi_int8(0, 1);
-
-	/* the header: the registration's columns as this load used them */
+	run_id = write_run_header(cfg);
 	values[0] = Int64GetDatum(run_id);
-	values[1] = ObjectIdGetDatum(cfg->dim_oid);
-	values[2] = BoolGetDatum(scd2_change_log);
-	if (scd2_spi_exec_as_extension_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
-				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
-				  " type1_columns, current_valid_to, logged)"
-				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
-				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3"
-				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
-				  3, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
-		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 
 	if (scd2_change_log)
 	{
-		initStringInfo(&keys);
-		for (int i = 0; i < cfg->nkeys; i++)
-			append_json_pair(&keys, cfg->keys[i].name, psprintf("c.%s", cfg->keys[i].ident));
+		keys = key_pairs(cfg, "c");
 		initStringInfo(&type1);
 		for (int i = 0; i < cfg->ntype1; i++)
 			append_json_pair(&type1, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
@@ -260,7 +299,7 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap, cons
 						   " SELECT $1, c.`_action, false, %s, pg_catalog.jsonb_build_object(%s), %s, %s, %s, %s, %s"
 						   " FROM %s c JOIN %s d ON "),
 						 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
-						 keys.data, encode_sql(cfg->vf.typid, X("c.`_tvf")),
+						 keys, encode_sql(cfg->vf.typid, X("c.`_tvf")),
 						 encode_sql(cfg->vf.typid, X("c.`_vt")),
 						 encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vt.ident)),
 						 cfg->is_current ? psprintf("d.%s", cfg->is_current) : "NULL::pg_catalog.bool",
@@ -273,7 +312,7 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap, cons
 						   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
 						   " FROM %s c"),
 						 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
-						 keys.data, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
+						 keys, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
 		if (written && cfg->sk)
 		{
 			appendStringInfo(&sql, " LEFT JOIN %s w ON ", written);
@@ -284,14 +323,40 @@ scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap, cons
 		write_log_rows(sql.data, 1, argtypes, values, snap);
 	}
 
-	/* hand the run id to this load's audit row */
-	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	if (pending.dim_name)
-		pfree(pending.dim_name);
-	pending.dim_name = pstrdup(cfg->dim_name);
-	MemoryContextSwitchTo(oldcxt);
-	pending.run_id = run_id;
-	pending.xid = GetCurrentTransactionId();
+	hand_over_run_id(cfg, run_id);
+	return run_id;
+}
+
+/*
+ * After the first load into an empty dimension (load_first.c), which
+ * writes no change table: the run's header and one change-log row per row
+ * of the dimension -- every one of them was inserted by this load, as a
+ * current version (valid_to NULL in the log, as for an insert copy).  The
+ * same rows scd2_changelog_write would have written from the change table.
+ * Returns the reserved run id (0: no change log installed).
+ */
+int64
+scd2_changelog_write_first_load(const Scd2Config *cfg, Snapshot snap)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	int64		run_id;
+
+	if (!change_log_installed())
+		return 0;
+
+	run_id = write_run_header(cfg);
+	values[0] = Int64GetDatum(run_id);
+	if (scd2_change_log)
+		write_log_rows(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
+								" valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
+								" SELECT $1, " WT_ACT_INSERT ", true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s,"
+								" NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
+								" FROM %s d",
+								key_pairs(cfg, "d"), encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vf.ident)),
+								cfg->dim_sql),
+					   1, argtypes, values, snap);
+	hand_over_run_id(cfg, run_id);
 	return run_id;
 }
 

@@ -112,6 +112,11 @@ extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
 extern void scd2_citus_fill_images(LoadState *st);
 extern bool scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed);
 
+/* load_first.c */
+extern bool scd2_first_load_applies(LoadState *st, bool dry_run, bool several);
+extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store,
+							TupleDesc desc);
+
 /* load_write.c */
 extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);

@@ -4,7 +4,8 @@
  * The variables are read where the setting takes effect: asof_on_missing
  * and asof_bulk_threshold by the as-of lookup (asof.c, asof_cache.c),
  * change_log by the change log (changelog.c), allow_empty_snapshot by the
- * load driver (load.c).  Their defaults are named in scd2.h.
+ * load driver (load.c), first_load_rebuild_indexes by the first load
+ * (load_first.c).  Their defaults are named in scd2.h.
  */
 #include "scd2.h"
 
@@ -19,6 +20,7 @@ int			scd2_asof_on_missing = SCD2_ASOF_ON_MISSING_DEFAULT;
 int			scd2_asof_bulk_threshold = SCD2_ASOF_BULK_THRESHOLD_DEFAULT;
 bool		scd2_change_log = SCD2_CHANGE_LOG_DEFAULT;
 bool		scd2_allow_empty_snapshot = SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT;
+bool		scd2_first_load_rebuild_indexes = SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT;
 
 static const struct config_enum_entry asof_on_missing_options[] = {
 	{"null", SCD2_ASOF_MISSING_NULL, false},
@@ -74,6 +76,21 @@ _PG_init(void)
 							 "With off, loads run a little faster but cannot be reverted with scd2.revert.",
 							 &scd2_change_log,
 							 SCD2_CHANGE_LOG_DEFAULT,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	/*
+	 * A first load into an empty dimension builds scd2's indexes after the
+	 * insert: DROP INDEX locks the (empty) dimension against readers until
+	 * the load commits; off keeps them and their row-by-row upkeep.
+	 */
+	DefineCustomBoolVariable("scd2.first_load_rebuild_indexes",
+							 "Builds scd2's indexes after the insert when a load fills an empty dimension.",
+							 "The indexes scd2.register created are dropped and built again with the same definitions, "
+							 "which takes an ACCESS EXCLUSIVE lock on the empty dimension until the load's transaction ends; "
+							 "off keeps them up to date row by row (slower) and lets readers in.",
+							 &scd2_first_load_rebuild_indexes,
+							 SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

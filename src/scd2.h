@@ -154,11 +154,13 @@ typedef enum Scd2AsofOnMissing
 #define SCD2_ASOF_BULK_THRESHOLD_DEFAULT	50000
 #define SCD2_CHANGE_LOG_DEFAULT				true
 #define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
+#define SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT	true
 
 extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
 extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
 extern bool scd2_change_log;			/* scd2.change_log */
 extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
+extern bool scd2_first_load_rebuild_indexes;	/* scd2.first_load_rebuild_indexes */
 
 /* registry.c */
 /* The registry row, as text. */
@@ -245,6 +247,7 @@ typedef struct Scd2LoggedColumn
 extern void scd2_pin_text_forms(void);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap,
 								  const char *written);
+extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, Snapshot snap);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
