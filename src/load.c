@@ -109,16 +109,22 @@ scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what)
 	Oid			argtypes[1] = {TIMESTAMPTZOID};
 	Datum		values[1] = {st->effective_at};
 	MemoryContext cxt = CurrentMemoryContext;
+	int			nest = NewGUCNestLevel();
 
 	PG_TRY();
 	{
+		/* its sorts and hashes share hash_mem (load_memory.c) */
+		scd2_memory_budget_arm();
 		scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
+		scd2_memory_budget_disarm();
 	}
 	PG_CATCH();
 	{
+		scd2_memory_budget_disarm();
 		load_rethrow(st, what, cxt);
 	}
 	PG_END_TRY();
+	AtEOXact_GUC(true, nest);
 }
 
 /*

@@ -46,6 +46,11 @@ typedef struct Scd2ClassifyCounts
 /* load.c */
 extern char *scd2_load_context(const char *context, const char *line);
 extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
+
+/* load_memory.c: a load statement's nodes share hash_mem */
+extern void scd2_memory_budget_init(void);
+extern void scd2_memory_budget_arm(void);
+extern void scd2_memory_budget_disarm(void);
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);

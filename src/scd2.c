@@ -13,6 +13,8 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "load.h"
+
 PG_MODULE_MAGIC;
 
 int			scd2_asof_on_missing = SCD2_ASOF_ON_MISSING_DEFAULT;
@@ -78,4 +80,7 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("scd2");
+
+	/* the memory budget of a load's statements (load_memory.c) */
+	scd2_memory_budget_init();
 }
