@@ -21,6 +21,11 @@
  *
  * Memory no work_mem bounds is not covered: a hashed SubPlan (the load has
  * none), the backend's caches, temp_buffers for the work tables.
+ *
+ * The setting scd2.load_memory (kB) is the budget: -1, the default, is
+ * hash_mem; 0 turns the sharing off (every node gets work_mem, as
+ * PostgreSQL gives it: faster for a batch far larger than work_mem, at
+ * several times the memory).
  */
 #include "scd2.h"
 
@@ -34,6 +39,9 @@
 #include "load.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* scd2.load_memory, kB: -1 hash_mem, 0 off */
+static int	load_memory = -1;
 
 /* the next statement the executor starts is a statement of a load */
 static bool budget_armed = false;
@@ -146,10 +154,13 @@ apply_budget(PlannedStmt *stmt)
 	PlanWeight	w = {0, 0, NULL};
 	ListCell   *lc;
 	double		weight;
-	double		budget_kb = (double) get_hash_memory_limit() / 1024.0;
+	double		budget_kb;
 	int			kb;
 	char		value[32];
 
+	if (load_memory == 0)
+		return;
+	budget_kb = load_memory > 0 ? (double) load_memory : (double) get_hash_memory_limit() / 1024.0;
 	weigh_plan(stmt->planTree, &w);
 	foreach(lc, stmt->subplans)	/* SubPlans, InitPlans and CTEs */
 		weigh_plan((Plan *) lfirst(lc), &w);
@@ -182,6 +193,18 @@ budget_executor_start(QueryDesc *queryDesc, int eflags)
 void
 scd2_memory_budget_init(void)
 {
+	DefineCustomIntVariable("scd2.load_memory",
+							"Memory one statement of a load shares among all its sorts and hashes.",
+							"Each statement's work_mem is lowered so that its sorts, tuplestores and hash tables together "
+							"stay within this (never raised above work_mem). -1 means work_mem * hash_mem_multiplier; "
+							"0 turns it off: every sort and hash gets work_mem, as in any other query.",
+							&load_memory,
+							-1,
+							-1,
+							MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = budget_executor_start;
 }

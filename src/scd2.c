@@ -5,6 +5,7 @@
  * and asof_bulk_threshold by the as-of lookup (asof.c, asof_cache.c),
  * change_log by the change log (changelog.c), allow_empty_snapshot by the
  * load driver (load.c).  Their defaults are named in scd2.h.
+ * scd2.load_memory is defined and read by load_memory.c.
  */
 #include "scd2.h"
 
@@ -79,8 +80,8 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
-	MarkGUCPrefixReserved("scd2");
 
-	/* the memory budget of a load's statements (load_memory.c) */
+	/* scd2.load_memory, the memory budget of a load's statements (load_memory.c) */
 	scd2_memory_budget_init();
+	MarkGUCPrefixReserved("scd2");
 }
