@@ -114,7 +114,7 @@ scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what)
 	PG_TRY();
 	{
 		/* its sorts and hashes share hash_mem (load_memory.c) */
-		scd2_memory_budget_arm();
+		scd2_memory_budget_arm(sql);
 		scd2_spi_exec_snap(sql, 1, argtypes, values, NULL, st->snap, expected, what);
 		scd2_memory_budget_disarm();
 	}

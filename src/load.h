@@ -49,7 +49,7 @@ extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const c
 
 /* load_memory.c: a load statement's nodes share hash_mem */
 extern void scd2_memory_budget_init(void);
-extern void scd2_memory_budget_arm(void);
+extern void scd2_memory_budget_arm(const char *sql);
 extern void scd2_memory_budget_disarm(void);
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);

@@ -43,8 +43,8 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
 /* scd2.load_memory, kB: -1 hash_mem, 0 off */
 static int	load_memory = -1;
 
-/* the next statement the executor starts is a statement of a load */
-static bool budget_armed = false;
+/* the statement of a load the executor is about to start, or NULL */
+static const char *budget_sql = NULL;
 
 typedef struct
 {
@@ -176,10 +176,14 @@ apply_budget(PlannedStmt *stmt)
 static void
 budget_executor_start(QueryDesc *queryDesc, int eflags)
 {
-	if (budget_armed)
+	/*
+	 * Only the load's statement itself, not a query a function runs while
+	 * it is planned; what its triggers run inherits the lowered work_mem.
+	 */
+	if (budget_sql != NULL && queryDesc->sourceText != NULL &&
+		strcmp(queryDesc->sourceText, budget_sql) == 0)
 	{
-		/* only the load's statement, not what its triggers run */
-		budget_armed = false;
+		budget_sql = NULL;
 		if (queryDesc->plannedstmt != NULL && queryDesc->plannedstmt->commandType != CMD_UTILITY)
 			apply_budget(queryDesc->plannedstmt);
 	}
@@ -210,17 +214,18 @@ scd2_memory_budget_init(void)
 }
 
 /*
- * The next statement the executor starts is a load's: call in a GUC nest
- * level the caller undoes after the statement, and disarm on error.
+ * The statement sql, which the caller runs next, is a load's: call in a
+ * GUC nest level the caller undoes after the statement, and disarm after
+ * it (also on error).
  */
 void
-scd2_memory_budget_arm(void)
+scd2_memory_budget_arm(const char *sql)
 {
-	budget_armed = true;
+	budget_sql = sql;
 }
 
 void
 scd2_memory_budget_disarm(void)
 {
-	budget_armed = false;
+	budget_sql = NULL;
 }
