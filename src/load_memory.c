@@ -19,8 +19,9 @@
  * work_mem; only its execution spills to disk sooner.  Nothing of the
  * result depends on it.
  *
- * Memory no work_mem bounds is not covered: a hashed SubPlan (the load has
- * none), the backend's caches, temp_buffers for the work tables.
+ * Memory no work_mem bounds is not covered: a hashed SubPlan (no longer in
+ * the load's own statements; one in a user's staging view would be), the
+ * backend's caches, temp_buffers for the work tables.
  *
  * The setting scd2.load_memory (kB) is the budget: -1, the default, is
  * hash_mem; 0 turns the sharing off (every node gets work_mem, as
