@@ -23,8 +23,12 @@
 #                       session's settings
 #   HUGE_WORK_MEM=1MB   the test's work_mem (every session of it): small, so
 #                       that even the default batch outgrows every sort and
-#                       hash and the limit is tight ('' keeps the server's
-#                       or PGOPTIONS' setting)
+#                       hash ('' keeps the server's or PGOPTIONS' setting).
+#                       At 200k rows the constant dominates (14 MB measured,
+#                       limit 42 MB: it catches growth per row); the run that
+#                       tells a per-node work_mem from a shared one is
+#                       HUGE_ROWS=1000000 HUGE_WORK_MEM=16MB (limit 72 MB:
+#                       43 MB measured, 81 MB before issue 14)
 #   HUGE_RELOAD=1       then load the same batch again (it must write nothing)
 #   HUGE_LOG_CONTEXTS=0 every this many seconds, log the loading backend's
 #                       memory contexts to the server log
