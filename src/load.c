@@ -121,6 +121,7 @@ scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 	Oid		   *argtypes = palloc(sizeof(Oid) * (nargs + 1));
 	Datum	   *values = palloc(sizeof(Datum) * (nargs + 1));
 	MemoryContext cxt = CurrentMemoryContext;
+	int			nest = NewGUCNestLevel();
 
 	argtypes[0] = TIMESTAMPTZOID;
 	values[0] = st->effective_at;
@@ -131,13 +132,18 @@ scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 	}
 	PG_TRY();
 	{
+		/* its sorts and hashes share hash_mem (load_memory.c) */
+		scd2_memory_budget_arm(sql);
 		scd2_spi_exec_snap(sql, nargs + 1, argtypes, values, NULL, st->snap, expected, what);
+		scd2_memory_budget_disarm();
 	}
 	PG_CATCH();
 	{
+		scd2_memory_budget_disarm();
 		load_rethrow(st, what, cxt);
 	}
 	PG_END_TRY();
+	AtEOXact_GUC(true, nest);
 }
 
 /*

@@ -60,6 +60,11 @@ extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
 
+/* load_memory.c: a load statement's nodes share hash_mem */
+extern void scd2_memory_budget_init(void);
+extern void scd2_memory_budget_arm(const char *sql);
+extern void scd2_memory_budget_disarm(void);
+
 /* load_access.c */
 extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
 								  Oid roleid, bool as_owner);

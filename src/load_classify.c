@@ -60,33 +60,27 @@ scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
 }
 
 /*
- * Leave out the keys of `keys` (several staging rows).  With built-in key
- * types a NOT IN whose subquery PostgreSQL hashes once -- the statement
- * runs with hash joins disabled, which would turn a NOT EXISTS into a
- * nested loop over both tables; other key types keep their own equality
- * operator through NOT EXISTS.
+ * The staging rows of keys with exactly one row: each row counts its key's
+ * rows (a window over the staging sorted by key) and the fast path keeps
+ * the rows that are alone.  This used to be a NOT IN (or NOT EXISTS) on the
+ * key table, which PostgreSQL hashes in memory whatever work_mem says (a
+ * hashed subplan cannot spill: ~110 MB for the 1.25M keys with two rows of
+ * a 10M-row batch) or, when the planner estimates that the hash would not
+ * fit in hash_mem (at the default work_mem, a few hundred thousand such
+ * keys), scans the whole key table again for every staging row.  The sort
+ * spills to disk past work_mem, and the rows come out in key order (the
+ * probe order below wants them so).
  */
 static void
-append_exclude_keys(StringInfo buf, const Scd2Config *cfg, const char *keys)
+append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
 {
-	bool		builtin = true;
-
-	for (int i = 0; i < cfg->nkeys; i++)
-		builtin = builtin && cfg->keys[i].builtin_eq;
-	if (builtin)
-	{
-		appendStringInfoString(buf, " WHERE (");
-		scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
-		appendStringInfoString(buf, ") NOT IN (SELECT ");
-		scd2_append_cols(buf, cfg->keys, cfg->nkeys, "x.");
-		appendStringInfo(buf, " FROM %s x)", keys);
-	}
-	else
-	{
-		appendStringInfo(buf, " WHERE NOT EXISTS (SELECT 1 FROM %s x WHERE ", keys);
-		scd2_append_key_join(buf, cfg, "x", "s");
-		appendStringInfoString(buf, ")");
-	}
+	appendStringInfoString(buf, X("(SELECT * FROM (SELECT s1.*, pg_catalog.count(*) OVER (PARTITION BY "));
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s1.");
+	appendStringInfoString(buf, X(") AS `_nk FROM "));
+	scd2_append_normalized_staging(buf, cfg);
+	appendStringInfoString(buf, X(" s1) s0 WHERE s0.`_nk OPERATOR(pg_catalog.=) 1 ORDER BY "));
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s0.");
+	appendStringInfoString(buf, ")");
 }
 
 /*
@@ -99,6 +93,8 @@ append_exclude_keys(StringInfo buf, const Scd2Config *cfg, const char *keys)
  * late, or at the very instant of an existing version, becomes a 'complex'
  * marker row; scd2_sql_move_complex() moves those keys to the general
  * path.  Unchanged rows produce nothing and are counted by difference.
+ * With exclude_keys the keys with several staging rows are left out (they
+ * are the ones in `keys`, found by counting again: append_single_row_keys).
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
 char *
@@ -161,7 +157,9 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, X(", d.%s AS `_e%d"), cfg->type1[i].ident, i + 1);
 	appendStringInfoString(&buf, " FROM ");
-	if (scd2_keys_sort_cheaply(cfg))
+	if (exclude_keys)
+		append_single_row_keys(&buf, cfg);
+	else if (scd2_keys_sort_cheaply(cfg))
 	{
 		/*
 		 * Probe in key order: consecutive probes then walk the current-row
@@ -182,8 +180,6 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", scd2_current_pred(cfg, "d"));
-	if (exclude_keys)
-		append_exclude_keys(&buf, cfg, keys);
 	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"
 						   " CROSS JOIN LATERAL (VALUES (" WT_COPY_UPDATE ", cls.`_cls), (" WT_COPY_INSERT ", cls.`_cls)) AS v(`_w, `_k)"
 						   " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"

@@ -6,6 +6,7 @@
  * change_log by the change log (changelog.c), allow_empty_snapshot by the
  * load driver (load.c), first_load_rebuild_indexes by the first load
  * (load_first.c).  Their defaults are named in scd2.h.
+ * scd2.load_memory is defined and read by load_memory.c.
  */
 #include "scd2.h"
 
@@ -13,6 +14,8 @@
 
 #include "fmgr.h"
 #include "utils/guc.h"
+
+#include "load.h"
 
 PG_MODULE_MAGIC;
 
@@ -94,5 +97,8 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	/* scd2.load_memory, the memory budget of a load's statements (load_memory.c) */
+	scd2_memory_budget_init();
 	MarkGUCPrefixReserved("scd2");
 }

@@ -12,16 +12,40 @@
 #                       The batch: N/4 existing keys (every 10th changed),
 #                       N/2 new keys, N/8 new keys with two rows each
 #                       (the timeline path).  10000000 was run by hand.
-#   HUGE_MAX_MB=1024    limit on the backend's peak private memory (RssAnon,
+#   HUGE_MAX_MB         limit on the backend's peak private memory (RssAnon,
 #                       sampled from /proc every 0.2 s; skipped when /proc of
-#                       the backend is not readable)
+#                       the backend is not readable).  Default: the load's
+#                       bound, hash_mem (work_mem * hash_mem_multiplier, i.e.
+#                       2 x work_mem by default: every statement of a load
+#                       shares it, src/load_memory.c) + temp_buffers (the
+#                       work tables' buffers) + 32 MB (the backend itself:
+#                       catalog caches, plans, libraries), with the
+#                       session's settings
+#   HUGE_WORK_MEM=1MB   the test's work_mem (every session of it): small, so
+#                       that even the default batch outgrows every sort and
+#                       hash ('' keeps the server's or PGOPTIONS' setting).
+#                       At 200k rows the constant dominates (14 MB measured,
+#                       limit 42 MB: it catches growth per row); the run that
+#                       tells a per-node work_mem from a shared one is
+#                       HUGE_ROWS=1000000 HUGE_WORK_MEM=16MB (limit 72 MB:
+#                       43 MB measured, 81 MB before issue 14)
+#   HUGE_RELOAD=1       then load the same batch again (it must write nothing)
+#   HUGE_LOG_CONTEXTS=0 every this many seconds, log the loading backend's
+#                       memory contexts to the server log
+#                       (pg_log_backend_memory_contexts; 0: never)
 #
 # Prints `huge_batch: N passed, M failed`; exits non-zero on failure.
 
 set -u
 N=${HUGE_ROWS:-200000}
-MAX_MB=${HUGE_MAX_MB:-1024}
-case "$N$MAX_MB" in ''|*[!0-9]*) echo "huge_batch: HUGE_ROWS and HUGE_MAX_MB must be numbers" >&2
+MAX_MB=${HUGE_MAX_MB:-0}
+LOG_EVERY=${HUGE_LOG_CONTEXTS:-0}
+RELOAD=${HUGE_RELOAD:-1}
+WORK_MEM=${HUGE_WORK_MEM-1MB}
+case "$WORK_MEM" in *[!0-9a-zA-Z]*) echo "huge_batch: HUGE_WORK_MEM must be a size such as 4MB" >&2
+                                   echo "huge_batch: 0 passed, 1 failed"; exit 2 ;; esac
+[ -z "$WORK_MEM" ] || export PGOPTIONS="${PGOPTIONS:-} -c work_mem=$WORK_MEM"
+case "$N$MAX_MB$LOG_EVERY$RELOAD" in ''|*[!0-9]*) echo "huge_batch: HUGE_ROWS, HUGE_MAX_MB, HUGE_RELOAD and HUGE_LOG_CONTEXTS must be numbers" >&2
                                  echo "huge_batch: 0 passed, 1 failed"; exit 2 ;; esac
 N=$(( N / 40 * 40 ))
 [ "$N" -ge 40 ] || N=40
@@ -35,6 +59,17 @@ q() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 
 "$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1 \
     || { fail "creating database $DB"; echo "huge_batch: $passed passed, $failed failed"; exit 1; }
+
+# The bound, from the settings the load runs with (kB).
+read -r wm_kb hash_kb tb_kb <<EOF_SETTINGS
+$("$PSQL" -X -q -At -F' ' -d postgres -c "SELECT w.setting::bigint, (w.setting::bigint * h.setting::float8)::bigint, t.setting::bigint * 8
+    FROM pg_settings w, pg_settings h, pg_settings t
+   WHERE w.name = 'work_mem' AND h.name = 'hash_mem_multiplier' AND t.name = 'temp_buffers'")
+EOF_SETTINGS
+case "${wm_kb:-x}${hash_kb:-x}${tb_kb:-x}" in *[!0-9]*) fail "reading work_mem, hash_mem_multiplier, temp_buffers"
+    echo "huge_batch: $passed passed, $failed failed"; exit 1 ;; esac
+[ "$MAX_MB" -gt 0 ] || MAX_MB=$(( hash_kb / 1024 + tb_kb / 1024 + 32 ))
+echo "# work_mem $(( wm_kb / 1024 )) MB, hash_mem $(( hash_kb / 1024 )) MB, temp_buffers $(( tb_kb / 1024 )) MB: limit $MAX_MB MB"
 
 t0=$(date +%s.%N)
 q >/dev/null <<SQL || fail "setup"
@@ -66,12 +101,16 @@ PGAPPNAME=scd2_huge_batch_load "$PSQL" -X -q -At -d "$DB" \
     -c "SET client_min_messages = warning" -c "CALL scd2.apply('stg', 'dim')" >/tmp/scd2_huge_batch_load.$$ 2>&1 &
 lpid=$!
 pid=""
-peak=0 readable=0
+peak=0 readable=0 samples=0
 while kill -0 "$lpid" 2>/dev/null; do
     [ -n "$pid" ] || pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'scd2_huge_batch_load'")
     if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
         kb=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
         if [ -n "$kb" ]; then readable=1; [ "$kb" -gt "$peak" ] && peak=$kb; fi
+    fi
+    samples=$((samples + 1))
+    if [ -n "$pid" ] && [ "$LOG_EVERY" -gt 0 ] && [ $(( samples % (LOG_EVERY * 5) )) = 0 ]; then
+        q -c "SELECT pg_log_backend_memory_contexts($pid)" >/dev/null 2>&1
     fi
     sleep 0.2
 done
@@ -101,9 +140,13 @@ check "no key has two current rows; versions of a key chain without gaps" 0 \
               WHERE cur <> 1 OR valid_to IS DISTINCT FROM next_from")"
 check "the work tables are gone" 0 "$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'scd2\_%' AND relpersistence = 't'")"
 # Idempotent at scale: the same batch again writes nothing.
-q -c "SET client_min_messages = warning; CALL scd2.apply('stg', 'dim')" >/dev/null || fail "the second load"
-check "reloading the same batch writes nothing" "0 0 0" \
-    "$(q -F' ' -c "SELECT inserted, new_versions, closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
+if [ "$RELOAD" != 0 ]; then
+    t3=$(date +%s.%N)
+    q -c "SET client_min_messages = warning; CALL scd2.apply('stg', 'dim')" >/dev/null || fail "the second load"
+    echo "# reload: $(echo "$(date +%s.%N) - $t3" | bc) s"
+    check "reloading the same batch writes nothing" "0 0 0" \
+        "$(q -F' ' -c "SELECT inserted, new_versions, closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
+fi
 
 "$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
 echo "huge_batch: $passed passed, $failed failed"
