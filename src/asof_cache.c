@@ -263,11 +263,10 @@ check_read_access(AsofCache *c)
 				 errhint("Use a join on the business key and the validity columns instead.")));
 }
 
-/* Bulk mode: when it may switch, and whether it can. */
+/* Bulk mode: when it may switch. */
 static void
 setup_bulk(AsofCache *c, Relation heap)
 {
-	c->bulk_ok = true;
 	c->est_rows = heap->rd_rel->reltuples;
 	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
 		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
