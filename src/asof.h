@@ -21,7 +21,14 @@
 #include "utils/snapshot.h"
 
 
-/* A smaller dimension switches earlier: after rows / 10 calls, at least this. */
+/*
+ * A smaller dimension switches earlier: after rows / ASOF_BULK_ROWS_PER_CALL
+ * calls, at least ASOF_BULK_MIN_CALLS.  Building the map costs about 1/40 of
+ * a probe per version (bench/asof/RESULTS.md: 0.11-0.13 us per version
+ * against 5 us per probe, on a dimension larger than shared_buffers), so a
+ * call site that switches then has spent on probes what the map costs.
+ */
+#define ASOF_BULK_ROWS_PER_CALL 40
 #define ASOF_BULK_MIN_CALLS 1000
 
 /* How one key argument becomes a scan key argument. */

@@ -274,7 +274,7 @@ setup_bulk(AsofCache *c, Relation heap)
 		c->bulk_trigger = 0;
 	else
 		c->bulk_trigger = (int64) Min((double) scd2_asof_bulk_threshold,
-									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
+									  Max(c->est_rows / ASOF_BULK_ROWS_PER_CALL, ASOF_BULK_MIN_CALLS));
 }
 
 /*

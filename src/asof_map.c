@@ -153,7 +153,7 @@ map_trim(AsofMap *m, void **ptr, Size oldsize, Size newsize)
 }
 
 /* Store value i of a packed array of capacity cap, widening it if needed. */
-static bool
+static inline bool
 packed_put(AsofMap *m, MemoryContext mapcxt, AsofPacked *p, uint32 i, uint32 cap, int64 v)
 {
 	int64		d;
@@ -199,7 +199,7 @@ packed_trim(AsofMap *m, AsofPacked *p, uint32 oldcap, uint32 n)
 }
 
 /* Room for one more version. */
-static bool
+static inline bool
 reserve_version(AsofMap *m)
 {
 	uint32		old = m->maxversions;
@@ -809,6 +809,20 @@ scd2_asof_map_lookup(AsofCache *c, Datum atv, int64 *sk)
 
 	if (!find_key(c, m, &first, &hi))
 		return false;
+
+	/*
+	 * The key's surrogate keys and valid_to bits are read after its
+	 * valid_from values: ask for their cache lines now, so that the misses
+	 * (random keys rarely hit the cache) overlap instead of following each
+	 * other.
+	 */
+#if defined(__GNUC__) || defined(__clang__)
+	if (m->sk.v32 != NULL)
+		__builtin_prefetch(&m->sk.v32[first]);
+	else
+		__builtin_prefetch(&m->sk.v64[first]);
+	__builtin_prefetch(&m->vt_bits[first / 64]);
+#endif
 
 	/* the last version with valid_from <= at */
 	at = time_value(c, atv);

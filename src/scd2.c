@@ -45,7 +45,7 @@ _PG_init(void)
 	DefineCustomIntVariable("scd2.asof_bulk_threshold",
 							"Calls of scd2.asof in one query after which it looks versions up in an in-memory map of the dimension.",
 							"The map is built once per query and snapshot by one walk of the as-of index, when it fits in scd2.asof_map_memory; "
-							"a dimension of fewer than 10 times this many rows switches after rows / 10 calls (at least 1000). "
+							"a dimension of fewer than 40 times this many rows switches after rows / 40 calls (at least 1000). "
 							"0 never builds it; 1 builds it at the first call.",
 							&scd2_asof_bulk_threshold,
 							SCD2_ASOF_BULK_THRESHOLD_DEFAULT,

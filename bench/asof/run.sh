@@ -138,7 +138,7 @@ read -ra APPROACHES <<< "${APPROACHES:-asof range lateral floor}"
 NA=${#APPROACHES[@]}
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"${PSQL[@]}" -c "SELECT 'settings: ' || string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'hash_mem_multiplier', 'scd2.asof_bulk_threshold', 'scd2.asof_map_memory', 'max_parallel_workers_per_gather', 'jit')" >&2
+"${PSQL[@]}" -c "LOAD 'scd2'" -c "SELECT 'settings: ' || string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'hash_mem_multiplier', 'scd2.asof_bulk_threshold', 'scd2.asof_map_memory', 'max_parallel_workers_per_gather', 'jit')" >&2
 
 for load in "${LOADS[@]}"; do   # plans, once, for the record
   for a in "${APPROACHES[@]}"; do
