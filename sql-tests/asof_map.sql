@@ -14,11 +14,13 @@ CREATE SCHEMA asof_map;
 -- call), and by the half-open range join.  The instants are every valid_from
 -- and valid_to of the dimension, a microsecond before each, and the
 -- infinities: the boundaries.  The calls go through EXECUTE so that each
--- statement has its own call site.
+-- statement has its own call site; the map's build prints its form.
 CREATE FUNCTION asof_map.check(dim regclass, keys text, key_expr text,
                                OUT checked bigint, OUT map_mismatches bigint,
-                               OUT join_mismatches bigint, OUT found bigint)
+                               OUT join_mismatches bigint, OUT hits bigint)
 LANGUAGE plpgsql AS $$
+DECLARE
+    messages text := current_setting('client_min_messages');
 BEGIN
     EXECUTE format($q$
         CREATE TEMP TABLE asof_grid AS
@@ -35,15 +37,17 @@ BEGIN
     SET LOCAL scd2.asof_bulk_threshold = 0;
     EXECUTE format('UPDATE asof_grid g SET probe = scd2.asof(%L, g.at, %s)', dim, key_expr);
     SET LOCAL scd2.asof_bulk_threshold = 1;
+    PERFORM set_config('client_min_messages', 'debug1', true);  -- the map's form
     EXECUTE format('UPDATE asof_grid g SET map = scd2.asof(%L, g.at, %s)', dim, key_expr);
+    PERFORM set_config('client_min_messages', messages, true);
     SELECT count(*), count(*) FILTER (WHERE g.map IS DISTINCT FROM g.probe), count(g.map)
-      INTO checked, map_mismatches, found FROM asof_grid g;
+      INTO checked, map_mismatches, hits FROM asof_grid g;
     EXECUTE format($q$
         SELECT count(*) FILTER (WHERE g.probe IS DISTINCT FROM
                    (SELECT d.sk FROM %s d
                      WHERE d.key IS NOT DISTINCT FROM g.key AND g.at >= d.valid_from
                        AND (d.valid_to IS NULL OR g.at < d.valid_to OR d.valid_to = 'infinity')
-                     ORDER BY d.valid_from DESC LIMIT 1))
+                     ORDER BY d.valid_from DESC, d.sk DESC LIMIT 1))
           FROM asof_grid g
     $q$, dim) INTO join_mismatches;
     DROP TABLE asof_grid;
@@ -67,9 +71,7 @@ INSERT INTO asof_map.dense (key, valid_from, valid_to) VALUES
     (9, '2024-01-01', '2024-03-01'), (9, '2024-02-01', NULL),
     (10, '-infinity', '2024-01-01');
 SELECT scd2.register('asof_map.dense', ARRAY['key']);
-SET client_min_messages = debug1;
 SELECT * FROM asof_map.check('asof_map.dense', 'SELECT generate_series(0, 11)', 'g.key');
-RESET client_min_messages;
 
 -- Sparse bigint keys (negative, beyond int4) with surrogate keys too far
 -- apart for 32 bits; looked up with bigint and with int arguments.
@@ -85,10 +87,8 @@ INSERT INTO asof_map.sparse VALUES
     (6, 1000003, '2024-01-05', NULL),
     (7, 8000000000, '2024-01-01', '2024-02-01');
 SELECT scd2.register('asof_map.sparse', ARRAY['key'], surrogate_key_column => 'sk');
-SET client_min_messages = debug1;
 SELECT * FROM asof_map.check('asof_map.sparse',
     'SELECT unnest(ARRAY[-5000000000, -7, 0, 12, 13, 1000003, 8000000000, 9000000000])', 'g.key');
-RESET client_min_messages;
 SELECT * FROM asof_map.check('asof_map.sparse',
     'SELECT unnest(ARRAY[-7, 0, 12, 13, 1000003])', 'g.key::int');
 
@@ -96,8 +96,8 @@ SELECT * FROM asof_map.check('asof_map.sparse',
 -- NULL valid_from in the table (neither is ever found), a NULL surrogate key
 -- (found, but NULL) and two versions of key 40 with the same valid_from: the
 -- probe takes the last in index order (sk 7) and checks its valid_to, where
--- the join takes any valid one, so the join differs there (by design) and
--- the map must not.
+-- the join takes a valid one (sk 6 from 2024-01-20 on), so the join differs
+-- at those 4 instants (by design) and the map must not.
 CREATE TABLE asof_map.desckey (
     sk         int,
     key        int,
@@ -111,9 +111,7 @@ INSERT INTO asof_map.desckey VALUES
     (3, 2, '2024-01-01', NULL), (NULL, 2, '2024-02-01', NULL),
     (4, NULL, '2024-01-01', NULL), (5, 3, NULL, NULL),
     (6, 40, '2024-01-01', NULL), (7, 40, '2024-01-01', '2024-01-20');
-SET client_min_messages = debug1;
 SELECT * FROM asof_map.check('asof_map.desckey', 'SELECT unnest(ARRAY[0, 1, 2, 3, 40, 41])', 'g.key');
-RESET client_min_messages;
 SELECT scd2.asof('asof_map.desckey', '2024-01-10', 40) AS duplicate_valid_from_probe_choice;
 
 -- Text keys, date validity: short and long keys (a key over 127 bytes has
@@ -132,10 +130,8 @@ INSERT INTO asof_map.textkey (key, valid_from, valid_to) VALUES
     (repeat('huge', 1000), '2024-01-01', NULL),
     ('', '2024-01-01', NULL);
 SELECT scd2.register('asof_map.textkey', ARRAY['key']);
-SET client_min_messages = debug1;
 CREATE TEMP TABLE textkeys AS SELECT key FROM asof_map.textkey UNION SELECT 'B' UNION SELECT 'zz';
 SELECT * FROM asof_map.check('asof_map.textkey', 'SELECT key FROM textkeys', 'g.key');
-RESET client_min_messages;
 -- varchar and untyped arguments for the text column
 SELECT * FROM asof_map.check('asof_map.textkey', 'SELECT key FROM textkeys', 'g.key::varchar');
 SET scd2.asof_bulk_threshold = 1;
@@ -145,7 +141,7 @@ SELECT scd2.asof('asof_map.textkey', '2024-02-01', 'a') AS untyped_literal,
 RESET scd2.asof_bulk_threshold;
 
 -- Two key columns, text and numeric (by reference), the numeric looked up
--- with int arguments (an implicit cast) and as VARIADIC ARRAY[...].
+-- with int and bigint arguments (implicit casts).
 CREATE TABLE asof_map.multi (
     sk         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     region     text NOT NULL,
@@ -164,8 +160,10 @@ CREATE TABLE asof_map.multi_keys AS
 SELECT ROW(r, n)::text AS key, r, n
   FROM unnest(ARRAY['EU', 'US', 'eu', 'XX']) r, generate_series(0, 21) n;
 CREATE FUNCTION asof_map.multi_check(key_expr text, OUT checked bigint, OUT map_mismatches bigint,
-                                     OUT join_mismatches bigint, OUT found bigint)
+                                     OUT join_mismatches bigint, OUT hits bigint)
 LANGUAGE plpgsql AS $$
+DECLARE
+    messages text := current_setting('client_min_messages');
 BEGIN
     CREATE TEMP TABLE asof_grid AS
     SELECT k.r, k.n, g.at, NULL::bigint AS probe, NULL::bigint AS map
@@ -178,9 +176,11 @@ BEGIN
     SET LOCAL scd2.asof_bulk_threshold = 0;
     EXECUTE format('UPDATE asof_grid g SET probe = scd2.asof(%L, g.at, %s)', 'asof_map.multi', key_expr);
     SET LOCAL scd2.asof_bulk_threshold = 1;
+    PERFORM set_config('client_min_messages', 'debug1', true);  -- the map's form
     EXECUTE format('UPDATE asof_grid g SET map = scd2.asof(%L, g.at, %s)', 'asof_map.multi', key_expr);
+    PERFORM set_config('client_min_messages', messages, true);
     SELECT count(*), count(*) FILTER (WHERE g.map IS DISTINCT FROM g.probe), count(g.map)
-      INTO checked, map_mismatches, found FROM asof_grid g;
+      INTO checked, map_mismatches, hits FROM asof_grid g;
     SELECT count(*) FILTER (WHERE g.probe IS DISTINCT FROM
                (SELECT d.sk FROM asof_map.multi d
                  WHERE d.region = g.r AND d.n = g.n AND g.at::timestamp >= d.valid_from
@@ -189,11 +189,9 @@ BEGIN
     DROP TABLE asof_grid;
 END
 $$;
-SET client_min_messages = debug1;
 SELECT * FROM asof_map.multi_check('g.r, g.n');
-RESET client_min_messages;
 SELECT * FROM asof_map.multi_check('g.r, g.n::int');
-SELECT * FROM asof_map.multi_check('VARIADIC ARRAY[g.r, g.n::text]');
+SELECT * FROM asof_map.multi_check('g.r::varchar, g.n::bigint');
 
 -- scd2.asof_map_memory too small: the map is abandoned and every call
 -- probes, with the same answers.
@@ -209,13 +207,9 @@ ANALYZE asof_map.medium;
 INSERT INTO asof_map.medium (key, valid_from)
 SELECT k * 7, '2024-02-01' FROM generate_series(1, 4000) k;
 SET scd2.asof_map_memory = '64kB';
-SET client_min_messages = debug1;
 SELECT * FROM asof_map.check('asof_map.medium', 'SELECT generate_series(0, 28010, 5)', 'g.key');
-RESET client_min_messages;
 RESET scd2.asof_map_memory;
-SET client_min_messages = debug1;
 SELECT * FROM asof_map.check('asof_map.medium', 'SELECT generate_series(0, 28010, 5)', 'g.key');
-RESET client_min_messages;
 
 -- The setting: in kB like work_mem, at least 64kB.
 SHOW scd2.asof_map_memory;

@@ -675,13 +675,13 @@ form_name(AsofMapKeys form)
 	switch (form)
 	{
 		case MAP_KEYS_INT:
-			return "integer keys";
+			return "sorted integer keys";
 		case MAP_KEYS_DENSE:
 			return "dense integer keys";
 		case MAP_KEYS_DATUM:
 			break;
 	}
-	return "keys";
+	return "sorted keys";
 }
 
 /*
