@@ -126,7 +126,7 @@ typedef enum AsofMapState
 {
 	MAP_NONE,					/* probing; not tried yet for this snapshot */
 	MAP_READY,					/* built: look up in memory */
-	MAP_FAILED					/* too large, or not possible: keep probing */
+	MAP_ABANDONED					/* too large, or not possible: keep probing */
 } AsofMapState;
 
 /*

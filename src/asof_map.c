@@ -4,6 +4,9 @@
  * searched by binary search.
  */
 #include "postgres.h"
+
+#include <sys/mman.h>			/* madvise; its MAP_FAILED is why MAP_ABANDONED */
+
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/relscan.h"
@@ -119,6 +122,30 @@ int_len(Oid type)
 }
 
 /*
+ * The map's arrays are read at random, one key per call: with 4 kB pages
+ * each lookup of a map of tens of megabytes also misses the TLB.  Ask for
+ * transparent huge pages where the kernel leaves them to madvise (as
+ * PostgreSQL's huge_pages does for shared memory); a hint, its failure is
+ * harmless.
+ */
+#define MAP_HUGE_PAGE	((Size) 2 * 1024 * 1024)
+
+static void
+advise_huge(void *ptr, Size size)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	start = TYPEALIGN(MAP_HUGE_PAGE, (uintptr_t) ptr);
+	uintptr_t	end = TYPEALIGN_DOWN(MAP_HUGE_PAGE, (uintptr_t) ptr + size);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#else
+	(void) ptr;
+	(void) size;
+#endif
+}
+
+/*
  * Memory for the map, counted against its limit; NULL when it would go
  * over.  Growing an array counts the old and the new one, as both exist
  * while it is copied.
@@ -126,10 +153,14 @@ int_len(Oid type)
 static void *
 map_alloc(AsofMap *m, MemoryContext mapcxt, Size size)
 {
+	void	   *ptr;
+
 	if (m->bytes + size > m->limit)
 		return NULL;
 	m->bytes += size;
-	return MemoryContextAllocHuge(mapcxt, size);
+	ptr = MemoryContextAllocHuge(mapcxt, size);
+	advise_huge(ptr, size);
+	return ptr;
 }
 
 static bool
@@ -138,6 +169,7 @@ map_grow(AsofMap *m, void **ptr, Size oldsize, Size newsize)
 	if (m->bytes + newsize > m->limit)
 		return false;
 	*ptr = repalloc_huge(*ptr, newsize);
+	advise_huge(*ptr, newsize);
 	m->bytes = m->bytes - oldsize + newsize;
 	return true;
 }
@@ -686,7 +718,7 @@ form_name(AsofMapKeys form)
 
 /*
  * Build the map from the open scan's relations and snapshot, with its
- * resource owner current.  Sets c->map_state to MAP_READY or MAP_FAILED.
+ * resource owner current.  Sets c->map_state to MAP_READY or MAP_ABANDONED.
  */
 void
 scd2_asof_build_map(AsofCache *c)
@@ -700,7 +732,7 @@ scd2_asof_build_map(AsofCache *c)
 	instr_time	start;
 	instr_time	duration;
 
-	c->map_state = MAP_FAILED;	/* unless it completes */
+	c->map_state = MAP_ABANDONED;	/* unless it completes */
 	if (c->est_rows * MAP_MIN_VERSION_BYTES > (double) limit)
 	{
 		elog(DEBUG1, "scd2.asof: dimension \"%s\" is too large for an in-memory map (about %.0f rows, limit %zu bytes)",
