@@ -45,7 +45,7 @@ BEGIN
     EXECUTE format($q$
         SELECT count(*) FILTER (WHERE g.probe IS DISTINCT FROM
                    (SELECT d.sk FROM %s d
-                     WHERE d.key IS NOT DISTINCT FROM g.key AND g.at >= d.valid_from
+                     WHERE d.key = g.key AND g.at >= d.valid_from
                        AND (d.valid_to IS NULL OR g.at < d.valid_to OR d.valid_to = 'infinity')
                      ORDER BY d.valid_from DESC, d.sk DESC LIMIT 1))
           FROM asof_grid g

@@ -487,6 +487,12 @@ map_add(AsofCache *c, AsofMap *m, MemoryContext mapcxt, MapBuild *b, AsofEntry *
 	}
 	if (b->n == b->max)
 	{
+		/* one key's versions, before they go into the map: counted too */
+		Size		more = (Size) b->max * (3 * sizeof(int64) + sizeof(bool));
+
+		if (b->max >= PG_INT32_MAX / 2 || m->bytes + more > m->limit)
+			return false;
+		m->bytes += more;
 		b->max *= 2;
 		b->vf = repalloc_huge(b->vf, sizeof(int64) * b->max);
 		b->vt = repalloc_huge(b->vt, sizeof(int64) * b->max);
@@ -635,6 +641,7 @@ map_fill(AsofCache *c, AsofMap *m, MemoryContext mapcxt, int ilen)
 	MemoryContextDelete(tmpcxt);
 	if (ok)
 		ok = emit_key(c, m, mapcxt, &b);
+	m->bytes -= (Size) (b.max - 64) * (3 * sizeof(int64) + sizeof(bool));
 	pfree(b.vf);
 	pfree(b.vt);
 	pfree(b.sk);
