@@ -433,7 +433,6 @@ SELECT count(scd2.asof('asof_test.bigdim', '2024-02-01', k)) AS found
   FROM generate_series(1, 20001) k;
 RESET client_min_messages;
 RESET work_mem;
-SET scd2.asof_map_memory = '63kB';
 RESET scd2.asof_bulk_threshold;
 
 -- Privileges and row-level security are not bypassed.
