@@ -404,29 +404,35 @@ SELECT count(*) AS checked,
   FROM asof_probe p;
 RESET client_min_messages;
 
--- Too large for work_mem * hash_mem_multiplier: no map, the probe answers.
+-- Larger than scd2.asof_map_memory: no map, the probe answers.
 CREATE TABLE asof_test.bigdim (
     sk         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id         int NOT NULL,
     valid_from timestamptz NOT NULL,
-    valid_to   timestamptz);
+    valid_to   timestamptz) WITH (autovacuum_enabled = off);
 SELECT scd2.register('asof_test.bigdim', ARRAY['id']);
 INSERT INTO asof_test.bigdim (id, valid_from)
-SELECT k, '2024-01-01' FROM generate_series(1, 5000) k;
-SET work_mem = '64kB';
-SET hash_mem_multiplier = 2;
-SET client_min_messages = debug1;
--- the estimate (no statistics yet: from the size) fits, the real size does not
-SELECT count(scd2.asof('asof_test.bigdim', '2024-02-01', k)) AS found
-  FROM generate_series(1, 5001) k;
+SELECT k, '2024-01-01' FROM generate_series(1, 1000) k;
 ANALYZE asof_test.bigdim;
-SET hash_mem_multiplier = 1;
+INSERT INTO asof_test.bigdim (id, valid_from)
+SELECT k, '2024-01-01' FROM generate_series(1001, 20000) k;
+SHOW scd2.asof_map_memory;
+SET scd2.asof_map_memory = '64kB';
+SET client_min_messages = debug1;
+-- the estimate (1000 rows, from the statistics) fits, the real size does not
+SELECT count(scd2.asof('asof_test.bigdim', '2024-02-01', k)) AS found
+  FROM generate_series(1, 20001) k;
+ANALYZE asof_test.bigdim;
 -- the estimate does not fit
 SELECT count(scd2.asof('asof_test.bigdim', '2024-02-01', k)) AS found
-  FROM generate_series(1, 5001) k;
+  FROM generate_series(1, 20001) k;
+-- work_mem is not the limit
+SET work_mem = '64kB';
+RESET scd2.asof_map_memory;
+SELECT count(scd2.asof('asof_test.bigdim', '2024-02-01', k)) AS found
+  FROM generate_series(1, 20001) k;
 RESET client_min_messages;
 RESET work_mem;
-RESET hash_mem_multiplier;
 RESET scd2.asof_bulk_threshold;
 
 -- Privileges and row-level security are not bypassed.

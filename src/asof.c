@@ -17,13 +17,13 @@
  * scd2.register creates does, through INCLUDE) the probe is index-only
  * wherever the visibility map allows; otherwise it reads the heap tuple.
  *
- * Bulk mode: after scd2.asof_bulk_threshold calls under one snapshot (or a
- * tenth of a smaller dimension's rows), the call site builds once an
+ * Bulk mode: after scd2.asof_bulk_threshold calls under one snapshot (or
+ * rows / 40 for a smaller dimension), the call site builds once a compact
  * in-memory map of the dimension's visible versions (one ordered walk of the
- * same index, same visibility rules) and answers from it: a hash lookup and
- * a binary search per call.  It is only built when it fits in work_mem *
- * hash_mem_multiplier, and lives as long as the open scan (see build_map).
- * Each process of a parallel query builds its own.
+ * same index, same visibility rules) and answers from it: binary searches
+ * in sorted arrays (asof_map.c).  It is only built when it fits in
+ * scd2.asof_map_memory, and lives as long as the open scan.  Each process
+ * of a parallel query builds its own.
  *
  * Key arguments: an argument whose type is the column's type (or a domain
  * over it, or binary coercible to the index's operator class type) is used

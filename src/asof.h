@@ -22,7 +22,14 @@
 #include "utils/snapshot.h"
 
 
-/* A smaller dimension switches earlier: after rows / 10 calls, at least this. */
+/*
+ * A smaller dimension switches earlier: after rows / ASOF_BULK_ROWS_PER_CALL
+ * calls, at least ASOF_BULK_MIN_CALLS.  Building the map costs about 1/40 of
+ * a probe per version (bench/asof/RESULTS.md: 0.11-0.13 us per version
+ * against 5 us per probe, on a dimension larger than shared_buffers), so a
+ * call site that switches then has spent on probes what the map costs.
+ */
+#define ASOF_BULK_ROWS_PER_CALL 40
 #define ASOF_BULK_MIN_CALLS 1000
 
 /* How one key argument becomes a scan key argument. */
@@ -46,54 +53,81 @@ typedef struct AsofKey
 	Oid			convioparam;	/* KEY_INPUT */
 	int			convnargs;		/* KEY_CAST: 1, 2 or 3 */
 	Oid			argoutfn;		/* output function of argtype, for messages */
-	FmgrInfo	hash_col;		/* bulk mode: hash of a column value, and */
-	FmgrInfo	hash_arg;		/* the compatible hash of an argument value */
 } AsofKey;
 
 /*
  * Bulk mode: the dimension's visible versions in memory, built by one ordered
- * walk of the as-of index.  Per business key (a hash table of keys) the
- * versions are contiguous in "versions", in ascending valid_from order; a
- * key's versions end where the next key's start.
+ * walk of the as-of index (asof_map.c).  Sorted parallel arrays, no
+ * per-version structs: the business keys in index order, and per key its
+ * versions, contiguous and in ascending valid_from order, from first[key] to
+ * first[key + 1] - 1.  A version is its valid_from and surrogate key (each
+ * 32 bits wide while the values allow it, see AsofPacked) and one bit: set
+ * when its valid_to is not simply "until the next version's start" (or open,
+ * for the last), in which case valid_to is in the exception arrays.
  */
-typedef struct AsofVersion
-{
-	int64		vf;				/* valid_from (a date widened to int64) */
-	int64		vt;				/* valid_to; ASOF_VT_OPEN if NULL or infinity,
-								 * ASOF_VT_NEVER if the surrogate key is NULL */
-	int64		sk;
-} AsofVersion;
-
 #define ASOF_VT_OPEN	PG_INT64_MAX
-#define ASOF_VT_NEVER	PG_INT64_MIN
+#define ASOF_VT_NEVER	PG_INT64_MIN	/* the surrogate key is NULL */
 
-typedef struct AsofMapKey
+/* int64 values kept as 32-bit offsets from base while they all fit */
+typedef struct AsofPacked
 {
-	uint32		hash;
-	uint32		first;			/* its first version */
-	Datum		values[FLEXIBLE_ARRAY_MEMBER];	/* the key, as in the index */
-} AsofMapKey;
+	int64		base;
+	int32	   *v32;			/* NULL once widened */
+	int64	   *v64;			/* NULL until then */
+} AsofPacked;
+
+static inline int64
+asof_packed_get(const AsofPacked *p, uint32 i)
+{
+	return p->v32 != NULL ? p->base + p->v32[i] : p->v64[i];
+}
+
+typedef enum AsofMapKeys
+{
+	MAP_KEYS_DATUM,				/* Datum arrays, one per key column */
+	MAP_KEYS_INT,				/* one integer column: an int64 array */
+	MAP_KEYS_DENSE				/* one integer column without many gaps: no
+								 * key array, first[] has a slot per value
+								 * from kmin to kmax */
+} AsofMapKeys;
 
 typedef struct AsofMap
 {
-	char	   *keys;			/* AsofMapKey entries, keysize bytes apart */
-	Size		keysize;
+	Size		bytes;			/* allocated for the map, in its context */
+	Size		limit;			/* scd2.asof_map_memory */
+
+	AsofMapKeys form;
 	uint32		nkeys;
 	uint32		maxkeys;
-	AsofVersion *versions;
+	Datum	   *dkeys[INDEX_MAX_KEYS];	/* MAP_KEYS_DATUM, by column */
+	FmgrInfo   *cmp_arg;		/* MAP_KEYS_DATUM: column value vs argument */
+	int64	   *ikeys;			/* MAP_KEYS_INT */
+	bool		desc;			/* MAP_KEYS_INT: descending key column */
+	int			arglen;			/* MAP_KEYS_INT / DENSE: the argument's width */
+	int64		kmin;			/* MAP_KEYS_INT / DENSE: smallest and */
+	int64		kmax;			/* largest key */
+	uint32	   *first;			/* nkeys + 1 (DENSE: kmax - kmin + 2) */
+
 	uint32		nversions;
 	uint32		maxversions;
-	uint32	   *buckets;		/* key index + 1, 0 = empty; linear probing */
-	uint32		mask;
-} AsofMap;
+	AsofPacked	vf;				/* valid_from (a date widened to int64) */
+	AsofPacked	sk;
+	uint64	   *vt_bits;		/* bit set: valid_to in the exceptions */
+	uint32		nexc;
+	uint32		maxexc;
+	uint32	   *exc_version;	/* ascending version numbers */
+	int64	   *exc_vt;			/* their valid_to, or ASOF_VT_NEVER */
 
-#define MAP_KEY(m, i)	((AsofMapKey *) ((m)->keys + (Size) (i) * (m)->keysize))
+	char	   *arena;			/* by-reference key values, packed */
+	Size		arena_used;
+	Size		arena_size;
+} AsofMap;
 
 typedef enum AsofMapState
 {
 	MAP_NONE,					/* probing; not tried yet for this snapshot */
 	MAP_READY,					/* built: look up in memory */
-	MAP_FAILED					/* too large, or not possible: keep probing */
+	MAP_ABANDONED					/* too large, or not possible: keep probing */
 } AsofMapState;
 
 struct AsofCitus;
@@ -135,7 +169,6 @@ typedef struct AsofCache
 	ScanKeyData scankeys[INDEX_MAX_KEYS];	/* only sk_argument changes */
 
 	/* bulk mode */
-	bool		bulk_ok;		/* every key column has compatible hash functions */
 	double		est_rows;		/* the dimension's estimated row count */
 	int64		bulk_trigger;	/* calls before building the map; 0 = never */
 

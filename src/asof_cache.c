@@ -266,11 +266,10 @@ check_read_access(AsofCache *c)
 				 errhint("Use a join on the business key and the validity columns instead.")));
 }
 
-/* Bulk mode: when it may switch, and whether it can. */
+/* Bulk mode: when it may switch. */
 static void
 setup_bulk(AsofCache *c, Relation heap)
 {
-	c->bulk_ok = true;
 	c->est_rows = heap->rd_rel->reltuples;
 	if (c->est_rows < 0)		/* never vacuumed or analyzed: guess from the size */
 		c->est_rows = (double) RelationGetNumberOfBlocks(heap) * (BLCKSZ / 64);
@@ -278,7 +277,7 @@ setup_bulk(AsofCache *c, Relation heap)
 		c->bulk_trigger = 0;
 	else
 		c->bulk_trigger = (int64) Min((double) scd2_asof_bulk_threshold,
-									  Max(c->est_rows / 10, ASOF_BULK_MIN_CALLS));
+									  Max(c->est_rows / ASOF_BULK_ROWS_PER_CALL, ASOF_BULK_MIN_CALLS));
 }
 
 /*

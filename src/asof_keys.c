@@ -1,8 +1,8 @@
 /*
  * asof_keys.c -- the scan keys of scd2.asof: how each business key
  * argument is compared with its index column (as is, a cross-type
- * operator, an implicit cast, an untyped literal's input function), the
- * hash functions bulk mode needs, and valid_from <= at.
+ * operator, an implicit cast, an untyped literal's input function) and
+ * valid_from <= at.
  */
 #include "postgres.h"
 #include "access/genam.h"
@@ -120,29 +120,6 @@ choose_conversion(AsofCache *c, AsofKey *k, Oid opfamily, Oid opcintype, Oid *su
 }
 
 /*
- * Bulk mode hashes keys with the hash functions of this equality
- * operator's hash operator family (as a hash join on it would): the
- * column side's for the values in the index, the argument side's for the
- * values looked up, which the family guarantees to agree whenever the
- * operator says equal (under the index column's collation, which is
- * passed to both).  Without them, no bulk mode.
- */
-static void
-setup_key_hash(AsofCache *c, AsofKey *k, Oid eqop)
-{
-	RegProcedure lhs,
-				rhs;
-
-	if (get_op_hash_functions(eqop, &lhs, &rhs))
-	{
-		fmgr_info_cxt(lhs, &k->hash_col, c->cxt);
-		fmgr_info_cxt(rhs, &k->hash_arg, c->cxt);
-	}
-	else
-		c->bulk_ok = false;
-}
-
-/*
  * Decide how the argument for key column i is compared, and initialize its
  * scan key (index attribute i + 1, equality).
  */
@@ -167,7 +144,6 @@ setup_key(AsofCache *c, Relation index, int i, Oid argtype)
 			 opcintype, subtype, opfamily);
 
 	getTypeOutputInfo(argtype == UNKNOWNOID ? CSTRINGOID : argtype, &k->argoutfn, &isvarlena);
-	setup_key_hash(c, k, eqop);
 
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(c->cxt);

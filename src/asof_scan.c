@@ -339,14 +339,27 @@ scd2_asof_next_entry(AsofCache *c, IndexScanDesc scan, ScanDirection dir,
 		else if (lock_page)
 			PredicateLockPage(c->heap, ItemPointerGetBlockNumber(tid), c->snapshot);
 
-		if (scan->xs_itup != NULL)
+		if (scan->xs_itup != NULL && whole)
 		{
-			if (whole)
+			/* every column: one pass over the tuple (the map's walk) */
+			Datum		values[INDEX_MAX_KEYS];
+			bool		isnull[INDEX_MAX_KEYS];
+
+			index_deform_tuple(scan->xs_itup, scan->xs_itupdesc, values, isnull);
+			for (int i = 0; i < c->nkeys; i++)
 			{
-				for (int i = 0; i < c->nkeys; i++)
-					e->values[i] = index_getattr(scan->xs_itup, i + 1, scan->xs_itupdesc, &e->isnull[i]);
-				e->vf = index_getattr(scan->xs_itup, c->nkeys + 1, scan->xs_itupdesc, &e->vfnull);
+				e->values[i] = values[i];
+				e->isnull[i] = isnull[i];
 			}
+			e->vf = values[c->nkeys];
+			e->vfnull = isnull[c->nkeys];
+			e->vt = values[c->vt_idxatt - 1];
+			e->vtnull = isnull[c->vt_idxatt - 1];
+			e->sk = values[c->sk_idxatt - 1];
+			e->sknull = isnull[c->sk_idxatt - 1];
+		}
+		else if (scan->xs_itup != NULL)
+		{
 			e->vt = index_getattr(scan->xs_itup, c->vt_idxatt, scan->xs_itupdesc, &e->vtnull);
 			e->sk = index_getattr(scan->xs_itup, c->sk_idxatt, scan->xs_itupdesc, &e->sknull);
 		}

@@ -2,7 +2,8 @@
  * scd2.c -- module entry point: _PG_init defines every scd2.* setting.
  *
  * The variables are read where the setting takes effect: asof_on_missing
- * and asof_bulk_threshold by the as-of lookup (asof.c, asof_cache.c),
+ * asof_bulk_threshold and asof_map_memory by the as-of lookup (asof.c,
+ * asof_cache.c, asof_map.c),
  * change_log by the change log (changelog.c), allow_empty_snapshot by the
  * load driver (load.c), first_load_rebuild_indexes by the first load
  * (load_first.c).  Their defaults are named in scd2.h.
@@ -21,6 +22,7 @@ PG_MODULE_MAGIC;
 
 int			scd2_asof_on_missing = SCD2_ASOF_ON_MISSING_DEFAULT;
 int			scd2_asof_bulk_threshold = SCD2_ASOF_BULK_THRESHOLD_DEFAULT;
+int			scd2_asof_map_memory = SCD2_ASOF_MAP_MEMORY_DEFAULT;
 bool		scd2_change_log = SCD2_CHANGE_LOG_DEFAULT;
 bool		scd2_allow_empty_snapshot = SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT;
 bool		scd2_first_load_rebuild_indexes = SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT;
@@ -47,8 +49,8 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("scd2.asof_bulk_threshold",
 							"Calls of scd2.asof in one query after which it looks versions up in an in-memory map of the dimension.",
-							"The map is built once per query and snapshot by one walk of the as-of index, when it fits in work_mem * hash_mem_multiplier; "
-							"a dimension of fewer than 10 times this many rows switches after rows / 10 calls (at least 1000). "
+							"The map is built once per query and snapshot by one walk of the as-of index, when it fits in scd2.asof_map_memory; "
+							"a dimension of fewer than 40 times this many rows switches after rows / 40 calls (at least 1000). "
 							"0 never builds it; 1 builds it at the first call.",
 							&scd2_asof_bulk_threshold,
 							SCD2_ASOF_BULK_THRESHOLD_DEFAULT,
@@ -56,6 +58,17 @@ _PG_init(void)
 							INT_MAX,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("scd2.asof_map_memory",
+							"Memory one scd2.asof call site may use for its in-memory map of a dimension.",
+							"The map takes about 12 bytes per version and 4 to 12 per business key for an integer key "
+							"(more for other keys); a dimension whose map would be larger is probed through its index instead.",
+							&scd2_asof_map_memory,
+							SCD2_ASOF_MAP_MEMORY_DEFAULT,
+							64,
+							MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	/*

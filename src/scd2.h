@@ -151,13 +151,15 @@ typedef enum Scd2AsofOnMissing
 } Scd2AsofOnMissing;
 
 #define SCD2_ASOF_ON_MISSING_DEFAULT		SCD2_ASOF_MISSING_NULL
-#define SCD2_ASOF_BULK_THRESHOLD_DEFAULT	50000
+#define SCD2_ASOF_BULK_THRESHOLD_DEFAULT	20000
+#define SCD2_ASOF_MAP_MEMORY_DEFAULT		131072	/* kB */
 #define SCD2_CHANGE_LOG_DEFAULT				true
 #define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
 #define SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT	true
 
 extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
 extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
+extern int	scd2_asof_map_memory;		/* scd2.asof_map_memory, kB */
 extern bool scd2_change_log;			/* scd2.change_log */
 extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
 extern bool scd2_first_load_rebuild_indexes;	/* scd2.first_load_rebuild_indexes */

@@ -2,7 +2,11 @@
 # Benchmark (not a test): scd2.asof against the two SQL ways of finding the
 # version of a key valid at an instant.
 #
-#   PGHOST=... PGPORT=... PGUSER=... [PGDATABASE=...] bench/asof/run.sh
+#   PGHOST=... PGPORT=... PGUSER=... [PGDATABASE=...] bench/asof/run.sh [10k|1m|all]
+#
+# 10k runs only the incremental load (INCR facts), 1m only the bulk load
+# (BULK facts), all (the default) both.  The issue-14 figures are measured
+# at PostgreSQL's default settings (bench/cluster.sh with SETTINGS=default).
 #
 # Needs a running server where the scd2 extension is installed and created in
 # PGDATABASE (default: postgres).  Builds schema scd2_bench: a dimension of
@@ -20,14 +24,17 @@
 #              WHERE id = f.key AND valid_from <= f.ts
 #              ORDER BY valid_from DESC LIMIT 1) x
 #              ON x.valid_to IS NULL OR f.ts < x.valid_to
+#   floor    the same INSERT with no lookup at all (NULL surrogate keys):
+#            what any lookup is measured against
 #
 # (the planner chooses the plans, with the server's settings; INSERT ...
-# SELECT never runs in parallel on PostgreSQL 15), checks that all three
-# write the same count and sum of surrogate keys, and prints the median time
-# of each and the ratios.  scd2.asof runs with its defaults: it probes the
-# index, and switches to its in-memory map of the dimension (bulk mode)
-# after scd2.asof_bulk_threshold calls (default 50000) when the map fits in
-# work_mem * hash_mem_multiplier.
+# SELECT never runs in parallel on PostgreSQL 15), checks that the three
+# lookups write the same count and sum of surrogate keys, and prints the
+# median time of each and the ratios asof/range, asof/lateral and
+# asof/floor (below 1 means asof is faster).  scd2.asof runs with its
+# defaults: it probes the index, and switches to its in-memory map of the
+# dimension (bulk mode) as README describes (scd2.asof_bulk_threshold,
+# scd2.asof_map_memory).  APPROACHES="asof floor" runs only those.
 #
 # Each load size is run against two states of the facts table, as a fact
 # load meets it:
@@ -44,7 +51,14 @@ VERSIONS=${VERSIONS:-3}
 INCR=${INCR:-10000}
 BULK=${BULK:-1000000}
 ROUNDS=${ROUNDS:-3}
+SCENARIO=${1:-all}
 export PGDATABASE=${PGDATABASE:-postgres}
+case $SCENARIO in
+  10k) LOADS=(facts_incr_fresh facts_incr) ;;
+  1m)  LOADS=(facts_bulk_fresh facts_bulk) ;;
+  all) LOADS=(facts_incr_fresh facts_incr facts_bulk_fresh facts_bulk) ;;
+  *) echo "usage: $0 [10k|1m|all]" >&2; exit 2 ;;
+esac
 
 PSQL=(psql -X -q -v ON_ERROR_STOP=1 -At)
 
@@ -115,15 +129,16 @@ query() {  # approach facts-table
   case $1 in
     asof)    echo "INSERT INTO scd2_bench.fact SELECT f.key, f.ts, scd2.asof('scd2_bench.dim', f.ts, f.key) FROM $f f" ;;
     range)   echo "INSERT INTO scd2_bench.fact SELECT f.key, f.ts, d.sk FROM $f f LEFT JOIN scd2_bench.dim d ON d.id = f.key AND f.ts >= d.valid_from AND (d.valid_to IS NULL OR f.ts < d.valid_to)" ;;
+    floor)   echo "INSERT INTO scd2_bench.fact SELECT f.key, f.ts, NULL::bigint FROM $f f" ;;
     lateral) echo "INSERT INTO scd2_bench.fact SELECT f.key, f.ts, x.sk FROM $f f LEFT JOIN LATERAL (SELECT d.sk, d.valid_to FROM scd2_bench.dim d WHERE d.id = f.key AND d.valid_from <= f.ts ORDER BY d.valid_from DESC LIMIT 1) x ON x.valid_to IS NULL OR f.ts < x.valid_to" ;;
   esac
 }
 
-APPROACHES=(asof range lateral)
-LOADS=(facts_incr_fresh facts_incr facts_bulk_fresh facts_bulk)
+read -ra APPROACHES <<< "${APPROACHES:-asof range lateral floor}"
+NA=${#APPROACHES[@]}
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"${PSQL[@]}" -c "SELECT 'settings: ' || string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'hash_mem_multiplier', 'scd2.asof_bulk_threshold', 'max_parallel_workers_per_gather', 'jit')" >&2
+"${PSQL[@]}" -c "LOAD 'scd2'" -c "SELECT 'settings: ' || string_agg(name || '=' || current_setting(name), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'hash_mem_multiplier', 'scd2.asof_bulk_threshold', 'scd2.asof_map_memory', 'max_parallel_workers_per_gather', 'jit')" >&2
 
 for load in "${LOADS[@]}"; do   # plans, once, for the record
   for a in "${APPROACHES[@]}"; do
@@ -147,8 +162,8 @@ for load in "${LOADS[@]}"; do
     script+=("SELECT * FROM scd2_bench.timed(\$q\$$(query $a $load)\$q\$);")
   done
   for r in $(seq 1 "$ROUNDS"); do
-    for i in 0 1 2; do
-      a=${APPROACHES[$(( (i + r) % 3 ))]}
+    for i in $(seq 0 $(( NA - 1 ))); do
+      a=${APPROACHES[$(( (i + r) % NA ))]}
       script+=("INSERT INTO t SELECT '$load', '$a', $r, * FROM scd2_bench.timed(\$q\$$(query $a $load)\$q\$);")
     done
   done
@@ -159,6 +174,7 @@ declare -A times results
 while IFS='|' read -r load a r ms res; do
   echo "round $r $load $a: $ms ms ($res)" >&2
   times[$load/$a]="${times[$load/$a]:-} $ms"
+  [ "$a" = floor ] && continue   # writes no surrogate keys
   if [ -n "${results[$load]:-}" ] && [ "${results[$load]}" != "$res" ]; then
     echo "MISMATCH on $load: $a returned '$res', expected '${results[$load]}'" >&2; exit 1
   fi
@@ -170,15 +186,16 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[i
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "scd2.asof benchmark: $KEYS keys x $VERSIONS versions; medians of $ROUNDS rounds (ms)"
-printf '%-10s %-9s %10s %10s %10s %11s %13s\n' facts table asof range lateral range/asof lateral/asof
+printf '%-10s %-9s %10s %10s %10s %10s %11s %13s %11s\n' facts table asof range lateral floor asof/range asof/lateral asof/floor
 for load in "${LOADS[@]}"; do
   ma=$(echo "${times[$load/asof]:-}" | median)
   mr=$(echo "${times[$load/range]:-}" | median)
   ml=$(echo "${times[$load/lateral]:-}" | median)
+  mf=$(echo "${times[$load/floor]:-}" | median)
   case $load in facts_incr*) n=$INCR ;; *) n=$BULK ;; esac
   case $load in *_fresh) st=fresh ;; *) st=analyzed ;; esac
-  printf '%-10s %-9s %10s %10s %10s %10sx %12sx\n' "$n" "$st" "$ma" "$mr" "$ml" \
-    "$(echo "scale=2; $mr / $ma" | bc)" "$(echo "scale=2; $ml / $ma" | bc)"
+  printf '%-10s %-9s %10s %10s %10s %10s %10sx %12sx %10sx\n' "$n" "$st" "$ma" "$mr" "$ml" "$mf" \
+    "$(echo "scale=2; $ma / $mr" | bc)" "$(echo "scale=2; $ma / $ml" | bc)" "$(echo "scale=2; $ma / $mf" | bc)"
 done
 for load in "${LOADS[@]}"; do
   echo "  $load: ${results[$load]} (count, sum of surrogate keys; identical for all approaches)"
