@@ -50,6 +50,8 @@ mkdir -p "$OUT"
 export TZ=UTC PGTZ=UTC
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
 if [ "$(psql -X -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = '$DB'")" = 0 ]; then
     psql -X -q -d postgres -c "CREATE DATABASE $DB" >/dev/null
@@ -105,33 +107,9 @@ reset_after() {   # vacuum what the rolled-back load left behind
     if [ "$SETTLE" = 1 ]; then sync; fi
 }
 
-if [ "$VERIFY" = 1 ]; then
-    log "verification pass"
-    : >"$OUT/verify.txt"
-    for app in "${APPS[@]}"; do
-        res=$(run_one "$app" 1 0 | tail -n 1)
-        printf '%-6s\t%s\n' "$app" "$res" >>"$OUT/verify.txt"
-        reset_after
-    done
-    cat "$OUT/verify.txt" >&2
-    nsig=$(cut -f2- "$OUT/verify.txt" | sed 's/ bad_is_current=0//' | sort -u | wc -l)
-    bad=$(grep -vc 'bad_is_current=0' "$OUT/verify.txt" || true)
-    if [ "$nsig" != 1 ] || [ "$bad" != 0 ]; then
-        log "VERIFICATION FAILED: the approaches do not produce the same dimension"
-        echo "VERIFICATION FAILED" >>"$OUT/verify.txt"
-        [ "${IGNORE_VERIFY:-0}" = 1 ] || exit 1
-    else
-        log "verification ok: all approaches produce the same rows"
-    fi
-fi
+if [ "$VERIFY" = 1 ]; then verify_approaches reset_after; fi
 
-if [ "$EXPLAIN" = 1 ]; then
-    for app in "${APPS[@]}"; do
-        log "explain $app"
-        run_one "$app" 0 1 >"$OUT/explain-$app.txt" 2>&1 || true
-        reset_after
-    done
-fi
+if [ "$EXPLAIN" = 1 ]; then explain_approaches reset_after; fi
 
 log "warm-up"
 "${PSQL[@]}" -c CHECKPOINT >/dev/null

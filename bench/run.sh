@@ -86,6 +86,8 @@ PSQL=(psql -X -q -At -v ON_ERROR_STOP=1 -v "eff=$EFF" -v "eff_ts=$EFF_TS" -v "ha
 export TZ=UTC PGTZ=UTC
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
 # --- setup --------------------------------------------------------------------
 USE_SCD2=0
@@ -165,34 +167,10 @@ reset_table() {   # vacuum what the rolled-back load left behind
 }
 
 # --- verification pass ------------------------------------------------------------
-if [ "$VERIFY" = 1 ]; then
-    log "verification pass"
-    : >"$OUT/verify.txt"
-    for app in "${APPS[@]}"; do
-        res=$(run_one "$app" 1 0 | tail -n 1)
-        printf '%-6s\t%s\n' "$app" "$res" >>"$OUT/verify.txt"
-        reset_table "$app"
-    done
-    cat "$OUT/verify.txt" >&2
-    nsig=$(cut -f2- "$OUT/verify.txt" | sed 's/ bad_is_current=0//' | sort -u | wc -l)
-    bad=$(grep -vc 'bad_is_current=0' "$OUT/verify.txt" || true)
-    if [ "$nsig" != 1 ] || [ "$bad" != 0 ]; then
-        log "VERIFICATION FAILED: the approaches do not produce the same dimension"
-        echo "VERIFICATION FAILED" >>"$OUT/verify.txt"
-        [ "${IGNORE_VERIFY:-0}" = 1 ] || exit 1
-    else
-        log "verification ok: all approaches produce the same current rows and closed rows"
-    fi
-fi
+if [ "$VERIFY" = 1 ]; then verify_approaches reset_table; fi
 
 # --- plans ----------------------------------------------------------------------------
-if [ "$EXPLAIN" = 1 ]; then
-    for app in "${APPS[@]}"; do
-        log "explain $app"
-        run_one "$app" 0 1 >"$OUT/explain-$app.txt" 2>&1 || true
-        reset_table "$app"
-    done
-fi
+if [ "$EXPLAIN" = 1 ]; then explain_approaches reset_table; fi
 
 # --- timed rounds ------------------------------------------------------------------
 # Warm-up: one untimed run of each approach so every table starts cached.
