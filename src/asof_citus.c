@@ -67,6 +67,7 @@
 
 #include "scd2.h"
 #include "asof.h"
+#include "citus.h"
 #include "citus_shards.h"
 
 typedef struct AsofCitus
@@ -208,7 +209,7 @@ scd2_asof_citus_registration(Oid relid, const char *relname, MemoryContext cxt,
 	char	   *first = NULL;
 	char	   *second = NULL;
 
-	if (!scd2_citus_catalog_has(relid))
+	if (scd2_citus_table(relid, NULL) == SCD2_CITUS_NONE)
 		return false;
 
 	memset(out, 0, sizeof(*out));

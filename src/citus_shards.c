@@ -30,13 +30,6 @@
 #include "citus.h"
 #include "citus_shards.h"
 
-/* Is relid a table in Citus's metadata (distributed, reference or local)? */
-bool
-scd2_citus_catalog_has(Oid relid)
-{
-	return scd2_citus_table(relid, NULL) != SCD2_CITUS_NONE;
-}
-
 static int
 shard_cmp(const void *a, const void *b)
 {

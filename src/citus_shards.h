@@ -29,7 +29,6 @@ typedef struct Scd2CitusShards
 	Scd2CitusShard *shards;
 } Scd2CitusShards;
 
-extern bool scd2_citus_catalog_has(Oid relid);
 extern bool scd2_citus_read_shards(Oid relid, MemoryContext cxt, Scd2CitusShards *out);
 extern bool scd2_citus_in_task(void);
 
