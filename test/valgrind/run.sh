@@ -30,6 +30,11 @@ export SCD2_RUN_DIR=/tmp/scd2-valgrind-$SCD2_PORT
 source "$(dirname "$0")/../../scripts/lib.sh"
 set +e
 here=$(cd "$(dirname "$0")" && pwd)
+# Run by hand: the server of PG_CONFIG (default: PostgreSQL 15), as
+# scripts/test_suites.sh would pass it.
+if [ -z "${PG_BIN:-}" ]; then
+    pg_select "${PG_CONFIG:-15}" || { echo "valgrind: 0 passed, 1 failed"; exit 1; }
+fi
 command -v valgrind >/dev/null || { echo "valgrind: not installed (apt-get install -y valgrind)" >&2; echo "valgrind: 0 passed, 1 failed"; exit 2; }
 
 passed=0 failed=0
