@@ -73,4 +73,16 @@
 	index_beginscan((heap), (index), (snap), (nkeys), (norderbys))
 #endif
 
+/*
+ * A function that does not return: 18 spells it pg_noreturn before the
+ * declaration, older versions pg_attribute_noreturn() after it.
+ */
+#if PG_VERSION_NUM >= 180000
+#define SCD2_NORETURN_PRE pg_noreturn
+#define SCD2_NORETURN_POST
+#else
+#define SCD2_NORETURN_PRE
+#define SCD2_NORETURN_POST pg_attribute_noreturn()
+#endif
+
 #endif							/* SCD2_COMPAT_H */

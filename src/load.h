@@ -93,8 +93,7 @@ extern void scd2_check_conversions(LoadState *st);
 
 /* load_classify.c */
 extern char *scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys);
-extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
-								bool exclude_keys);
+extern char *scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys);
 extern char *scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys);
 extern char *scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg,
 									   const char *keys);
@@ -134,7 +133,11 @@ extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
 								 Tuplestorestate *store, TupleDesc desc);
+SCD2_NORETURN_PRE extern void scd2_report_unexpected_writes(const Scd2Config *cfg, int64 written,
+													 int64 total_changes,
+													 const char *parts) SCD2_NORETURN_POST;
 extern int64 scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m);
+extern void scd2_store_feed(Tuplestorestate *store, TupleDesc desc);
 extern void scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store,
 						   TupleDesc desc);
 

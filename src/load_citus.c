@@ -321,12 +321,7 @@ scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed)
 	written += (int64) SPI_processed;
 
 	if (written != total_changes)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("load of %s wrote %lld rows but classified %lld",
-						cfg->dim_name, (long long) written, (long long) total_changes),
-				 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
-				 errhint("Check for triggers or rules on the dimension (or its shards), then retry the load.")));
+		scd2_report_unexpected_writes(cfg, written, total_changes, "shards");
 
 	if (cfg->sk && (want_feed || scd2_change_log))
 	{

@@ -93,13 +93,12 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  * late, or at the very instant of an existing version, becomes a 'complex'
  * marker row; scd2_sql_move_complex() moves those keys to the general
  * path.  Unchanged rows produce nothing and are counted by difference.
- * With exclude_keys the keys with several staging rows are left out (they
- * are the ones in `keys`, found by counting again: append_single_row_keys).
+ * With exclude_keys the keys with several staging rows are left out
+ * (found by counting each key's rows: append_single_row_keys).
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
 char *
-scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, const char *keys,
-				   bool exclude_keys)
+scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 {
 	StringInfoData buf;
 
@@ -261,7 +260,7 @@ scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 		complex_keys = (int64) SPI_processed;
 	}
 	scd2_load_exec_probing(st, (double) st->source_rows,
-						   scd2_sql_fast_path(cfg, CHG_TABLE, KEYS_TABLE, several),
+						   scd2_sql_fast_path(cfg, CHG_TABLE, several),
 						   SPI_OK_INSERT, "classifying staging rows");
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				   "moving late rows to the general path");

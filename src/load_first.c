@@ -33,7 +33,6 @@
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
-#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -42,6 +41,7 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
+#include "citus.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -108,7 +108,7 @@ scd2_first_load_applies(LoadState *st, bool dry_run, bool several)
 	bool		empty;
 
 	if (dry_run || several || st->source_rows == 0 ||
-		OidIsValid(get_extension_oid("citus", true)) || !plain_dimension(st->cfg->dim_oid))
+		scd2_citus_installed() || !plain_dimension(st->cfg->dim_oid))
 		return false;
 	if (has_rows(st, st->snap))
 		return false;
@@ -236,14 +236,6 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 	if (store != NULL)
 	{
 		scd2_load_exec(st, sql_feed(cfg), SPI_OK_SELECT, "reading the change feed");
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			Datum		values[5];
-			bool		nulls[5];
-
-			for (int c = 0; c < 5; c++)
-				values[c] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
-			tuplestore_putvalues(store, desc, values, nulls);
-		}
+		scd2_store_feed(store, desc);
 	}
 }

@@ -296,8 +296,8 @@ report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char 
 }
 
 /* Copy the change feed rows SPI holds into the caller's tuplestore. */
-static void
-store_feed(Tuplestorestate *store, TupleDesc desc)
+void
+scd2_store_feed(Tuplestorestate *store, TupleDesc desc)
 {
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -367,19 +367,31 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 	if (written == total_changes)
 	{
 		if (feed)
-			store_feed(store, desc);
+			scd2_store_feed(store, desc);
 		return feed;
 	}
 	if (triggers != NULL)
 		report_skipping_trigger(cfg, triggers,
 								psprintf("The load classified %lld row(s) to write but wrote %lld.",
 										 (long long) total_changes, (long long) written));
+	scd2_report_unexpected_writes(cfg, written, total_changes, "partitions");
+}
+
+/*
+ * The write step processed another number of rows than the classification
+ * counted (parts: what else of the dimension to check, "partitions" or
+ * "shards").
+ */
+void
+scd2_report_unexpected_writes(const Scd2Config *cfg, int64 written, int64 total_changes,
+							  const char *parts)
+{
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("load of %s wrote %lld rows but classified %lld",
 					cfg->dim_name, (long long) written, (long long) total_changes),
 			 errdetail("The dimension changed in a way the load did not expect; everything was rolled back."),
-			 errhint("Check for triggers or rules on the dimension (or its partitions), then retry the load.")));
+			 errhint("Check for triggers or rules on the dimension (or its %s), then retry the load.", parts)));
 }
 
 /* Step 6: copy the change feed into the caller's tuplestore. */
@@ -387,7 +399,7 @@ void
 scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc)
 {
 	scd2_load_exec(st, scd2_sql_feed(st->cfg, CHG_TABLE, dry_run), SPI_OK_SELECT, "reading the change feed");
-	store_feed(store, desc);
+	scd2_store_feed(store, desc);
 }
 
 /*
