@@ -4,7 +4,7 @@
 # Runs only where the citus extension is installed for the PostgreSQL under
 # test ($(pg_config --sharedir)/extension/citus.control); elsewhere it
 # prints SKIPPED and `citus: 0 passed, 0 failed, 1 skipped` (never a pass).
-# Citus has no Debian package: README.md ("Citus") says how to build it.
+# Citus has no Debian package: docs/CITUS.md says how to build it.
 #
 # Starts its OWN three servers (shared_preload_libraries = citus), each with
 # its data directory under /tmp/scd2-citus-PORT and a private socket

@@ -2,7 +2,7 @@
 # scd2 with real dbt: dbt-core and dbt-postgres (pinned, from PyPI, in a
 # virtual environment cached between runs) run
 #   - the test project test/dbt/project (its dim_customer model and schema
-#     file are the README's example, extracted from README.md) through
+#     file are the README's example, extracted from docs/DBT.md) through
 #     several `dbt run`s with changing sources: new keys, changes, NULLs,
 #     a composite key, Type 1 columns, snapshot-mode deletes, late rows, a
 #     rerun of the same data, a dbt snapshot taken over by the
@@ -135,11 +135,11 @@ extract_readme() {
         want && /^```/ { want = 0; copying = 1; printf "" > f; next }
         copying && /^```$/ { copying = 0; close(f); n++; next }
         copying { print >> f }
-        END { print n + 0 }' "$root/README.md"
+        END { print n + 0 }' "$root/docs/DBT.md"
 }
 extract_readme >"$work/extracted"
-expect "README.md has the example model, its schema file and the migration model" "3" "$(cat "$work/extracted")"
-[ -s "$proj/models/dim_customer.sql" ] || { not_ok "the README's model"; finish; }
+expect "docs/DBT.md has the example model, its schema file and the migration model" "3" "$(cat "$work/extracted")"
+[ -s "$proj/models/dim_customer.sql" ] || { not_ok "docs/DBT.md's model"; finish; }
 # The migration model takes over the dbt snapshot of the same name later.
 mv "$proj/models/customers_snapshot.sql" "$work/customers_snapshot.sql"
 
