@@ -902,8 +902,8 @@ BEGIN
         RAISE EXCEPTION 'at must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    -- issue 21: no row-level security to bypass, the registered shape holds
-    PERFORM scd2._check_dimension_read(v_rel, 'scd2.dimension_at');
+    -- issue 21: the registered shape holds (only built-in casts below)
+    PERFORM scd2._check_dimension_read(v_rel);
     -- Half-open validity: valid_from <= at < valid_to; a current row's
     -- valid_to is NULL or a far-future value.  For date and timestamp
     -- validity columns, at is converted in the session's TimeZone.
@@ -921,16 +921,16 @@ COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz) IS
 ------------------------------------------------------------------------------
 -- issue 21: security by construction (docs/SECURITY.md)
 ------------------------------------------------------------------------------
--- The guards of a read that runs as its caller (scd2.dimension_at): no
--- row-level security applies to the caller or to the dimension's owner, and
--- the registered shape still holds (a validity column turned into a domain
--- would run that domain's CHECK as the caller).
-CREATE FUNCTION scd2._check_dimension_read(dimension regclass, entry text)
+-- The guard of a read that runs as its caller (scd2.dimension_at, whose
+-- query is the caller's own SELECT: row-level security applies to it as to
+-- any query): the registered shape still holds (a validity column turned
+-- into a domain would run that domain's CHECK as the caller).
+CREATE FUNCTION scd2._check_dimension_read(dimension regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'scd2_check_dimension_read'
 LANGUAGE C STRICT STABLE;
-COMMENT ON FUNCTION scd2._check_dimension_read(regclass, text) IS
-    'internal: refuses a read of a dimension under row-level security or with a changed shape';
+COMMENT ON FUNCTION scd2._check_dimension_read(regclass) IS
+    'internal: refuses a read of a dimension whose registered shape changed';
 
 -- The audit log's messages can hold business keys (an error names the key
 -- at fault): a role sees the rows of dimensions it may read, and its own.

@@ -111,8 +111,8 @@ scd2_revert_require_change_log(const Run *run)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("the dimension of run %lld was dropped", id),
-				 errdetail("Dimension %s was dropped at %s; the run's change log names no table any more.",
-						   run->dim_text, run->dropped_at)));
+				 errdetail("Dimension %s was dropped; the run's change log names no table any more.",
+						   run->dim_text)));
 	if (!run->logged)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
