@@ -355,6 +355,8 @@ scd2_check_conversions(LoadState *st)
 
 	if (items == NULL)
 		return;
+	/* this file runs its statements itself (in subtransactions): check */
+	scd2_exec_require_owner(true, "checking staging values");
 	if (load_try(st, load_prepare(scd2_sql_conv_check(cfg, items, n), 0, NULL), NULL, &err))
 	{
 		int64	   *lossy = palloc(sizeof(int64) * n);
