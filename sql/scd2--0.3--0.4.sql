@@ -19,10 +19,15 @@ COMMENT ON FUNCTION scd2._check_dimension_read(regclass) IS
 -- The audit log's messages can hold business keys (an error names the key
 -- at fault): a role sees the rows of dimensions it may read, and its own.
 -- Superusers, the extension's owner and BYPASSRLS roles see every row.
+CREATE FUNCTION scd2._may_read_dimension(dimension text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'scd2_may_read_dimension'
+LANGUAGE C STRICT STABLE;
+COMMENT ON FUNCTION scd2._may_read_dimension(text) IS
+    'internal: whether the caller may read the table an audit row names (the audit log''s row security)';
 ALTER TABLE scd2.audit_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY audit_log_readable ON scd2.audit_log FOR SELECT TO PUBLIC
-    USING (username OPERATOR(pg_catalog.=) CURRENT_USER
-           OR COALESCE(pg_catalog.has_table_privilege(pg_catalog.to_regclass(dimension), 'SELECT'), false));
+    USING (username OPERATOR(pg_catalog.=) CURRENT_USER OR scd2._may_read_dimension(dimension));
 
 -- A dropped dimension's change-log headers are marked (by the sql_drop
 -- event trigger): the regclass of a dropped table is dumped as a bare OID,

@@ -14,6 +14,7 @@
 #include "scd2.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -22,10 +23,12 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/varlena.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(scd2_check_dimension_read);
+PG_FUNCTION_INFO_V1(scd2_may_read_dimension);
 
 /* RLS enabled on relid and role not exempt (owner without FORCE, BYPASSRLS). */
 static bool
@@ -126,4 +129,27 @@ scd2_check_dimension_read(PG_FUNCTION_ARGS)
 	scd2_require_registered_shape(dim_oid, scd2_relation_display_name(dim_oid), false);
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * scd2._may_read_dimension(name): whether the caller may SELECT the table
+ * an audit row names (its schema-qualified, quoted name), for the audit
+ * log's row-level security.  Looked up without the schema's USAGE check
+ * (a role without USAGE must get false, not an error), so a table that no
+ * longer exists, or a name that is not a qualified one, is false.
+ */
+Datum
+scd2_may_read_dimension(PG_FUNCTION_ARGS)
+{
+	char	   *raw = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	List	   *names = NIL;
+	Oid			nsp;
+	Oid			relid;
+
+	if (!SplitIdentifierString(raw, '.', &names) || list_length(names) != 2)
+		PG_RETURN_BOOL(false);
+	nsp = get_namespace_oid(linitial(names), true);
+	relid = OidIsValid(nsp) ? get_relname_relid(lsecond(names), nsp) : InvalidOid;
+	PG_RETURN_BOOL(OidIsValid(relid) &&
+				   pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK);
 }

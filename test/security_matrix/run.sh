@@ -18,7 +18,8 @@
 #
 # Adding an entry point is one line in ENTRY_POINTS below: its name, the
 # statement the caller runs (:run is a run loaded just before the cell,
-# KEY a key literal of the dimension, @@ a line break) and whether it runs as its caller;
+# KEY a key literal of the dimension, @@ a line break) and whether it
+# runs as its caller;
 # then, if the owner's code must run in it, its name in the kinds' FIRES
 # lists.  Its expected refusals follow from expect() (owner-only entry
 # points are listed in OWNER_ONLY).
