@@ -1,7 +1,7 @@
 /*
  * load_access.c -- step 1 of a load: the caller's and the owner's
- * privileges, the relation kinds and the row-security refusal (the owner
- * context the load runs in is exec.c's).
+ * privileges and the relation kinds (the row-security refusal is
+ * guard.c's, the owner context the load runs in exec.c's).
  */
 #include "scd2.h"
 

@@ -1,7 +1,8 @@
 /*
  * util.c -- small helpers shared by the load, registry and audit code:
  * pinning the search_path around dynamic SQL, statement-scoped settings,
- * the extension owner, and SPI calls that check their result codes.
+ * the extension owner, and readers of SPI results (statements themselves
+ * run through exec.c).
  */
 #include "scd2.h"
 
