@@ -78,7 +78,7 @@ scd2_refuse_row_security(Oid relid, Oid owner, const char *relword, const char *
 }
 
 /*
- * The registered shape (config.c: scd2_check_registered_shape) must still
+ * The registered shape (registry.c: scd2_check_registered_shape) must still
  * be the dimension's.  A dimension that is not registered (any more)
  * passes when missing_ok.  The caller is connected to SPI.
  */
