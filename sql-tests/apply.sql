@@ -72,7 +72,9 @@ INSERT INTO scd2.audit_log (dimension, staging, status, started_at, finished_at,
 VALUES ('x', 'y', 'success', now(), now(), 'me');
 UPDATE scd2.audit_log SET status = 'success';
 DELETE FROM scd2.audit_log;
-SELECT count(*) > 0 AS can_read_log FROM scd2.audit_log;
+-- it may read the log, and sees the rows of the dimensions it may read:
+-- none here (issue 21: messages can hold keys)
+SELECT count(*) AS visible_rows FROM scd2.audit_log;
 RESET ROLE;
 DROP ROLE scd2_app_user;
 

@@ -902,6 +902,8 @@ BEGIN
         RAISE EXCEPTION 'at must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- issue 21: the registered shape holds (only built-in casts below)
+    PERFORM scd2._check_dimension_read(v_rel);
     -- Half-open validity: valid_from <= at < valid_to; a current row's
     -- valid_to is NULL or a far-future value.  For date and timestamp
     -- validity columns, at is converted in the session's TimeZone.
@@ -915,3 +917,37 @@ END
 $$;
 COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz) IS
     'every key''s version valid at an instant (valid_from <= at < valid_to), in the dimension''s row type: SELECT * FROM scd2.dimension_at(NULL::dim, at)';
+
+------------------------------------------------------------------------------
+-- issue 21: security by construction (docs/SECURITY.md)
+------------------------------------------------------------------------------
+-- The guard of a read that runs as its caller (scd2.dimension_at, whose
+-- query is the caller's own SELECT: row-level security applies to it as to
+-- any query): the registered shape still holds (a validity column turned
+-- into a domain would run that domain's CHECK as the caller).
+CREATE FUNCTION scd2._check_dimension_read(dimension regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_check_dimension_read'
+LANGUAGE C STRICT STABLE;
+COMMENT ON FUNCTION scd2._check_dimension_read(regclass) IS
+    'internal: refuses a read of a dimension whose registered shape changed';
+
+-- The audit log's messages can hold business keys (an error names the key
+-- at fault): a role sees the rows of dimensions it may read, and its own.
+-- Superusers, the extension's owner and BYPASSRLS roles see every row.
+CREATE FUNCTION scd2._may_read_dimension(dimension text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'scd2_may_read_dimension'
+LANGUAGE C STRICT STABLE;
+COMMENT ON FUNCTION scd2._may_read_dimension(text) IS
+    'internal: whether the caller may read the table an audit row names (the audit log''s row security)';
+ALTER TABLE scd2.audit_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY audit_log_readable ON scd2.audit_log FOR SELECT TO PUBLIC
+    USING (username OPERATOR(pg_catalog.=) CURRENT_USER OR scd2._may_read_dimension(dimension));
+
+-- A dropped dimension's change-log headers are marked (by the sql_drop
+-- event trigger): the regclass of a dropped table is dumped as a bare OID,
+-- which can name another table after a restore.
+ALTER TABLE scd2.change_log_runs ADD COLUMN dimension_dropped_at timestamptz;
+COMMENT ON COLUMN scd2.change_log_runs.dimension_dropped_at IS
+    'when the dimension was dropped; scd2.revert and scd2.changes refuse the run';

@@ -53,7 +53,7 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	if (message == NULL)
 		nulls[15] = 'n';
 
-	if (scd2_spi_exec_as_extension_owner(reserved == 0 ?
+	if (scd2_exec_catalog(reserved == 0 ?
 		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
 		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
 		" type1_updated, unchanged, duplicates, username, txid, message)"

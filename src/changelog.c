@@ -23,9 +23,16 @@
  * (scd2_changelog_claim_run_id), so the change log and the audit log
  * agree on it.
  *
- * Everything here is written as the extension owner, as the audit log is:
- * users cannot forge the change log (nor read it: it holds dimension
- * data).
+ * Who computes what (docs/SECURITY.md): the rows are computed by the load,
+ * as the dimension's owner in its security-restricted operation -- the
+ * jsonb of a key calls the key type's casts and output function, which the
+ * owner may define -- into a work table (LOG_TABLE) that the extension
+ * owner created and granted the dimension's owner INSERT on.  Only then
+ * does the extension owner copy them, with the run id, into
+ * scd2.change_log: that copy reads jsonb, timestamptz, bool and bigint
+ * columns of a table nobody else can alter, and calls no function a user
+ * can define.  Users cannot forge the change log of another role's
+ * dimension (nor read it: it holds dimension data).
  */
 #include "scd2.h"
 
@@ -157,35 +164,6 @@ append_json_pair(StringInfo buf, const char *name, const char *expr)
 }
 
 /*
- * Write the change log's rows, as the extension owner, reading the
- * dimension with the load's snapshot.
- */
-static void
-write_log_rows(const char *sql, int nargs, Oid *argtypes, Datum *values, Snapshot snap)
-{
-	Scd2SavedUser saved;
-	int			nest;
-
-	scd2_become_extension_owner(&saved);
-	nest = NewGUCNestLevel();
-
-	/*
-	 * Probe the (key, valid_from) index for each updated row, as the MERGE
-	 * does: the change table is not analyzed, and the planner would hash the
-	 * whole dimension (0.6 s at 1M keys / 20k updates, against 0.1 s for the
-	 * probes).
-	 */
-	scd2_set_local("enable_hashjoin", "off");
-	scd2_set_local("enable_mergejoin", "off");
-	scd2_set_local("enable_memoize", "off");
-	scd2_pin_text_forms();
-	scd2_spi_exec_snap(sql, nargs, argtypes, values, NULL, snap, SPI_OK_INSERT,
-					   "writing the change log");
-	AtEOXact_GUC(true, nest);
-	scd2_restore_user(&saved);
-}
-
-/*
  * Whether the installed extension has a change log: the library can be
  * newer than the extension's objects until ALTER EXTENSION scd2 UPDATE
  * (0.3 created the change log), and loads go on meanwhile, unlogged.
@@ -211,14 +189,14 @@ write_run_header(const Scd2Config *cfg)
 	Datum		values[3];
 	int64		run_id;
 
-	scd2_spi_exec_as_extension_owner("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
+	scd2_exec_catalog("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
 									 0, NULL, NULL, NULL, false, SPI_OK_SELECT, "reserving a run id");
 	run_id = scd2_spi_int8(0, 1);
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
 	values[2] = BoolGetDatum(scd2_change_log);
-	if (scd2_spi_exec_as_extension_owner("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
+	if (scd2_exec_catalog("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
 				  " type1_columns, current_valid_to, logged)"
 				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
@@ -256,12 +234,40 @@ key_pairs(const Scd2Config *cfg, const char *alias)
 }
 
 /*
- * Before the MERGE: reserve the run id, write the run's header and one
- * change-log row per row of the change table -- for an update copy (it
- * carries its target's valid_from in _tvf) the before-image of its target,
- * read from the dimension; for an insert copy its identity only (its
- * surrogate key does not exist yet: scd2.changes reads it back).  Returns
- * the reserved run id (0: no change log installed).
+ * Before the load computes its change log: the work table it writes into,
+ * created by the extension owner (so the dimension's owner, whose code
+ * runs while the table is filled, cannot alter it, add a trigger, rule or
+ * policy to it, or change a column's type), with INSERT granted to the
+ * load's role.  Returns false when there is nothing to log (a dry run, no
+ * change log installed, scd2.change_log = off): the load computes no rows.
+ */
+bool
+scd2_changelog_prepare(bool dry_run)
+{
+	if (dry_run || !change_log_installed() || !scd2_change_log)
+		return false;
+	scd2_exec_catalog("CREATE TEMP TABLE " LOG_TABLE " (action pg_catalog.text, inserted pg_catalog.bool,"
+					  " surrogate_key pg_catalog.int8, business_key pg_catalog.jsonb,"
+					  " valid_from pg_catalog.timestamptz, valid_to pg_catalog.timestamptz,"
+					  " old_valid_to pg_catalog.timestamptz, old_is_current pg_catalog.bool,"
+					  " old_type1 pg_catalog.jsonb) ON COMMIT DROP",
+					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "creating the change log's work table");
+	scd2_exec_catalog(psprintf("GRANT INSERT ON " LOG_TABLE " TO %s",
+							   quote_identifier(GetUserNameFromId(GetUserId(), false))),
+					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "granting the change log's work table");
+	return true;
+}
+
+#define LOG_INSERT "INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key," \
+	" valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
+
+/*
+ * The statement that computes the change log's rows of a load into
+ * LOG_TABLE, run by the load as the dimension's owner (scd2_load_exec):
+ * one row per row of the change table -- for an update copy (it carries
+ * its target's valid_from in _tvf) the before-image of its target, read
+ * from the dimension; for an insert copy its identity only (its surrogate
+ * key does not exist yet: scd2.changes reads it back).
  *
  * On Citus (load_citus.c) the log is written after the write step: the
  * before-images come from the dimension's image (cfg->dim_sql, as read
@@ -269,74 +275,72 @@ key_pairs(const Scd2Config *cfg, const char *alias)
  * where the load read the versions it wrote back (scd2.changes cannot
  * read them back from a distributed dimension).  NULL: not known.
  */
-int64
-scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap, const char *written)
+char *
+scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 {
 	StringInfoData sql;
 	StringInfoData type1;
-	char	   *keys;
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
-	int64		run_id;
+	char	   *keys = key_pairs(cfg, "c");
 
-	if (!change_log_installed())
-		return 0;
+	initStringInfo(&type1);
+	for (int i = 0; i < cfg->ntype1; i++)
+		append_json_pair(&type1, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
 
-	run_id = write_run_header(cfg);
-	values[0] = Int64GetDatum(run_id);
-
-	if (scd2_change_log)
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 X(LOG_INSERT
+					   " SELECT c.`_action, false, %s, pg_catalog.jsonb_build_object(%s), %s, %s, %s, %s, %s"
+					   " FROM %s c JOIN %s d ON "),
+					 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
+					 keys, encode_sql(cfg->vf.typid, X("c.`_tvf")),
+					 encode_sql(cfg->vf.typid, X("c.`_vt")),
+					 encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vt.ident)),
+					 cfg->is_current ? psprintf("d.%s", cfg->is_current) : "NULL::pg_catalog.bool",
+					 cfg->ntype1 > 0 ? psprintf("pg_catalog.jsonb_build_object(%s)", type1.data) : "NULL::pg_catalog.jsonb",
+					 chg, cfg->dim_sql);
+	scd2_append_key_join(&sql, cfg, "d", "c");
+	appendStringInfo(&sql, X(" AND d.%s %s c.`_tvf WHERE c.`_tvf IS NOT NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
+	appendStringInfo(&sql,
+					 X(" UNION ALL SELECT c.`_action, true, %s, pg_catalog.jsonb_build_object(%s), %s, %s,"
+					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
+					   " FROM %s c"),
+					 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
+					 keys, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
+	if (written && cfg->sk)
 	{
-		keys = key_pairs(cfg, "c");
-		initStringInfo(&type1);
-		for (int i = 0; i < cfg->ntype1; i++)
-			append_json_pair(&type1, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
-
-		initStringInfo(&sql);
-		appendStringInfo(&sql,
-						 X("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
-						   " valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
-						   " SELECT $1, c.`_action, false, %s, pg_catalog.jsonb_build_object(%s), %s, %s, %s, %s, %s"
-						   " FROM %s c JOIN %s d ON "),
-						 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
-						 keys, encode_sql(cfg->vf.typid, X("c.`_tvf")),
-						 encode_sql(cfg->vf.typid, X("c.`_vt")),
-						 encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vt.ident)),
-						 cfg->is_current ? psprintf("d.%s", cfg->is_current) : "NULL::pg_catalog.bool",
-						 cfg->ntype1 > 0 ? psprintf("pg_catalog.jsonb_build_object(%s)", type1.data) : "NULL::pg_catalog.jsonb",
-						 chg, cfg->dim_sql);
-		scd2_append_key_join(&sql, cfg, "d", "c");
-		appendStringInfo(&sql, X(" AND d.%s %s c.`_tvf WHERE c.`_tvf IS NOT NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
-		appendStringInfo(&sql,
-						 X(" UNION ALL SELECT $1, c.`_action, true, %s, pg_catalog.jsonb_build_object(%s), %s, %s,"
-						   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
-						   " FROM %s c"),
-						 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
-						 keys, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
-		if (written && cfg->sk)
-		{
-			appendStringInfo(&sql, " LEFT JOIN %s w ON ", written);
-			scd2_append_key_join(&sql, cfg, "w", "c");
-			appendStringInfo(&sql, X(" AND w.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
-		}
-		appendStringInfoString(&sql, X(" WHERE c.`_tvf IS NULL"));
-		write_log_rows(sql.data, 1, argtypes, values, snap);
+		appendStringInfo(&sql, " LEFT JOIN %s w ON ", written);
+		scd2_append_key_join(&sql, cfg, "w", "c");
+		appendStringInfo(&sql, X(" AND w.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
 	}
-
-	hand_over_run_id(cfg, run_id);
-	return run_id;
+	appendStringInfoString(&sql, X(" WHERE c.`_tvf IS NULL"));
+	return sql.data;
 }
 
 /*
- * After the first load into an empty dimension (load_first.c), which
- * writes no change table: the run's header and one change-log row per row
- * of the dimension -- every one of them was inserted by this load, as a
- * current version (valid_to NULL in the log, as for an insert copy).  The
- * same rows scd2_changelog_write would have written from the change table.
- * Returns the reserved run id (0: no change log installed).
+ * The same after the first load into an empty dimension (load_first.c),
+ * which writes no change table: one row per row of the dimension -- every
+ * one of them was inserted by this load, as a current version (valid_to
+ * NULL in the log, as for an insert copy).
+ */
+char *
+scd2_changelog_sql_first_load(const Scd2Config *cfg)
+{
+	return psprintf(LOG_INSERT
+					" SELECT " WT_ACT_INSERT ", true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s,"
+					" NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
+					" FROM %s d",
+					key_pairs(cfg, "d"), encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vf.ident)),
+					cfg->dim_sql);
+}
+
+/*
+ * After the load computed its rows (prepared: scd2_changelog_prepare
+ * returned true): reserve the run id, write the run's header and copy the
+ * rows into scd2.change_log, as the extension owner; the work table is
+ * dropped.  Returns the run id (0: no change log installed).
  */
 int64
-scd2_changelog_write_first_load(const Scd2Config *cfg, Snapshot snap)
+scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1];
@@ -347,15 +351,16 @@ scd2_changelog_write_first_load(const Scd2Config *cfg, Snapshot snap)
 
 	run_id = write_run_header(cfg);
 	values[0] = Int64GetDatum(run_id);
-	if (scd2_change_log)
-		write_log_rows(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
-								" valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
-								" SELECT $1, " WT_ACT_INSERT ", true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s,"
-								" NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
-								" FROM %s d",
-								key_pairs(cfg, "d"), encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vf.ident)),
-								cfg->dim_sql),
-					   1, argtypes, values, snap);
+	if (prepared)
+	{
+		scd2_exec_catalog("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
+						  " valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
+						  " SELECT $1, l.action, l.inserted, l.surrogate_key, l.business_key, l.valid_from,"
+						  " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1 FROM ONLY " LOG_TABLE " l",
+						  1, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
+		scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
+						  "dropping the change log's work table");
+	}
 	hand_over_run_id(cfg, run_id);
 	return run_id;
 }

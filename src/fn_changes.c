@@ -6,7 +6,11 @@
  *
  * The change log holds dimension data (keys, Type 1 values), so PUBLIC
  * cannot read it: these functions check the caller's rights on the
- * dimension, then read or delete as the extension owner.
+ * dimension, then read or delete as the extension owner.  The feed itself
+ * (the keys read back into the dimension's types, the surrogate keys of
+ * inserted rows looked up in the dimension) is built as the dimension's
+ * owner in a security-restricted operation (exec.c), never as the caller:
+ * a superuser reading a run's changes runs no owner code as a superuser.
  */
 #include "scd2.h"
 
@@ -33,7 +37,9 @@ PG_FUNCTION_INFO_V1(scd2_prune_change_log);
 
 /*
  * The dimension of a run whose feed is read: it must still exist, and the
- * feed shows dimension rows, so the caller must be able to read them.
+ * feed shows dimension rows, so the caller must be able to read them --
+ * all of them: no row-level security applies (guard.c) -- and its
+ * registered shape must hold.
  */
 static char *
 feed_dimension(Oid dim_oid, int64 run_id)
@@ -51,6 +57,8 @@ feed_dimension(Oid dim_oid, int64 run_id)
 				 errmsg("permission denied for dimension %s", dim_name),
 				 errdetail("Reading the change feed of run %lld needs SELECT on its dimension.",
 						   (long long) run_id)));
+	scd2_refuse_row_security(dim_oid, scd2_relation_owner(dim_oid), "dimension", "scd2.changes");
+	scd2_require_registered_shape(dim_oid, dim_name, true);
 	return dim_name;
 }
 
@@ -66,7 +74,7 @@ read_logged_rows(int64 run_id, Datum *arrays)
 	Datum		values[1] = {Int64GetDatum(run_id)};
 	bool		isnull;
 
-	scd2_spi_exec_as_extension_owner(
+	scd2_exec_catalog(
 		"SELECT COALESCE(pg_catalog.array_agg(c.action ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.inserted ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.surrogate_key ORDER BY c.business_key, c.valid_from, c.inserted), '{}'),"
@@ -82,7 +90,7 @@ read_logged_rows(int64 run_id, Datum *arrays)
 }
 
 /*
- * The feed's query over the six arrays ($1..$6), run as the caller: the
+ * The feed's query over the six arrays ($1..$6), run as the owner: the
  * validity values in the dimension's terms (a current row's valid_to as
  * the registration stored it, current_vt), and the surrogate keys of the
  * inserted rows read back by (key, valid_from) -- or, from_log, as the
@@ -147,7 +155,6 @@ scd2_changes(PG_FUNCTION_ARGS)
 	Oid			arrtypes[6] = {TEXTARRAYOID, BOOLARRAYOID, INT8ARRAYOID, JSONBARRAYOID,
 	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
 	char	   *sql;
-	int			rc;
 	int			pin;
 	int			nest;
 
@@ -178,10 +185,11 @@ scd2_changes(PG_FUNCTION_ARGS)
 				   scd2_citus_table(run.dim_oid, NULL) != SCD2_CITUS_NONE);
 	nest = NewGUCNestLevel();
 	scd2_pin_text_forms();
-	rc = SPI_execute_with_args(sql, 6, arrtypes, arrays, NULL, true, 0);
+	(void) scd2_exec_as_owner(scd2_relation_owner(run.dim_oid), sql, 6, arrtypes, arrays, true,
+							  SPI_OK_SELECT, "reading the change feed",
+							  psprintf("scd2: reading the change feed of run %lld of dimension %s",
+									   (long long) run_id, dim_name));
 	AtEOXact_GUC(true, nest);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading the change feed failed: %s", SPI_result_code_string(rc));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[5];
@@ -205,11 +213,11 @@ prune_runs(Datum runs)
 	Oid			rtypes[1] = {INT8ARRAYOID};
 	Datum		rvalues[1] = {runs};
 
-	scd2_spi_exec_as_extension_owner("DELETE FROM scd2.change_log"
+	scd2_exec_catalog("DELETE FROM scd2.change_log"
 									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
 									 1, rtypes, rvalues, NULL, false, SPI_OK_DELETE,
 									 "pruning the change log");
-	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
+	scd2_exec_catalog("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
 									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
 									 1, rtypes, rvalues, NULL, false, SPI_OK_UPDATE,
 									 "marking pruned runs");
@@ -232,7 +240,6 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	Datum		runs;
 	bool		isnull;
 	int64		npruned;
-	int			rc;
 	int			pin;
 
 	if (PG_ARGISNULL(0))
@@ -269,17 +276,15 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 	pin = scd2_pin_search_path();
 
 	/* the runs to prune, as the caller: owned dimensions only */
-	rc = SPI_execute_with_args(
+	(void) scd2_exec_catalog_as_caller(
 		"SELECT COALESCE(pg_catalog.array_agg(r.run_id), '{}'), pg_catalog.count(*)"
 		"  FROM scd2.change_log_runs r LEFT JOIN pg_catalog.pg_class k"
 		"    ON k.oid OPERATOR(pg_catalog.=) r.dimension::pg_catalog.oid"
 		" WHERE r.logged AND r.pruned_at IS NULL"
 		"   AND r.logged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
 		"   AND ($2 IS NULL OR r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass)"
-		"   AND CASE WHEN k.oid IS NULL THEN $3 ELSE pg_catalog.pg_has_role(k.relowner, 'USAGE') END",
-		3, argtypes, values, nulls, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: finding runs to prune failed: %s", SPI_result_code_string(rc));
+		"   AND CASE WHEN k.oid IS NULL OR (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'dimension_dropped_at') IS NOT NULL THEN $3 ELSE pg_catalog.pg_has_role(k.relowner, 'USAGE') END",
+		3, argtypes, values, nulls, "finding runs to prune");
 	runs = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull), false, -1);
 	npruned = scd2_spi_int8(0, 2);
 

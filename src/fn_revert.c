@@ -104,39 +104,29 @@ append_source(StringInfo buf, Scd2LoggedColumn *keys, int nkeys, const Scd2Logge
 
 /*
  * Run a revert statement on the dimension; rows touched.  It runs as the
- * dimension's owner in a security-restricted operation, as core runs
- * REFRESH MATERIALIZED VIEW (and as a load runs): the owner's code
+ * dimension's owner in a security-restricted operation (exec.c), as core
+ * runs REFRESH MATERIALIZED VIEW (and as a load runs): the owner's code
  * (triggers, defaults, index expressions) never runs with the rights of
- * whoever reverts, and settings it makes are undone.
+ * whoever reverts, settings it makes are undone, and an error of its code
+ * shows the revert in its context, not the generated statement.
  */
 static int64
-exec_dml(Oid dim_oid, const char *sql, int nargs, Oid *argtypes, Datum *values, int expected)
+exec_dml(const Run *run, const char *dim_name, const char *sql, int nargs, Oid *argtypes,
+		 Datum *values, int expected)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(dim_oid));
-	Oid			owner;
-	Oid			save_userid;
-	int			save_sec;
-	int			nest;
-	int			rc;
+	int			nest = NewGUCNestLevel();
+	uint64		n;
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", dim_oid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_RESTRICTED_OPERATION);
-	nest = NewGUCNestLevel();
 	/* probe the (key, valid_from) index for each logged row */
 	scd2_set_local("enable_hashjoin", "off");
 	scd2_set_local("enable_mergejoin", "off");
 	scd2_pin_text_forms();
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
-	AtEOXact_GUC(false, nest);
-	SetUserIdAndSecContext(save_userid, save_sec);
-	if (rc != expected)
-		elog(ERROR, "scd2: reverting failed: %s", SPI_result_code_string(rc));
-	return (int64) SPI_processed;
+	n = scd2_exec_as_owner(scd2_relation_owner(run->dim_oid), sql, nargs, argtypes, values, false,
+						   expected, "reverting",
+						   psprintf("scd2: reverting run %lld of dimension %s",
+									(long long) run->run_id, dim_name));
+	AtEOXact_GUC(true, nest);
+	return (int64) n;
 }
 
 /*
@@ -170,7 +160,7 @@ keep_surrogate_keys(int64 run_id)
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[3] = PointerGetDatum(construct_md_array(sk, sknull, 1, dims, lbs, INT8OID, sizeof(int64),
 												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log c SET surrogate_key = r.sk"
+	scd2_exec_catalog("UPDATE scd2.change_log c SET surrogate_key = r.sk"
 									 "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS r(k, vf, sk)"
 									 " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
 									 "   AND c.business_key OPERATOR(pg_catalog.=) r.k"
@@ -199,11 +189,11 @@ mark_reverted(int64 run_id, int64 revert_id)
 	Oid			argtypes[2] = {INT8OID, INT8OID};
 	Datum		values[2] = {Int64GetDatum(run_id), Int64GetDatum(revert_id)};
 
-	scd2_spi_exec_as_extension_owner("UPDATE scd2.audit_log SET status = 'reverted'"
+	scd2_exec_catalog("UPDATE scd2.audit_log SET status = 'reverted'"
 									 " WHERE run_id OPERATOR(pg_catalog.=) $1",
 									 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
 									 "marking the reverted run in the audit log");
-	scd2_spi_exec_as_extension_owner("UPDATE scd2.change_log_runs SET reverted_by = $2"
+	scd2_exec_catalog("UPDATE scd2.change_log_runs SET reverted_by = $2"
 									 " WHERE run_id OPERATOR(pg_catalog.=) $1",
 									 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
 									 "marking the reverted run in the change log");
@@ -258,7 +248,7 @@ delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, co
 	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
 	appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
 					 c->nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", c->sk[0].ident) : "NULL::pg_catalog.int8");
-	n = exec_dml(run->dim_oid, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
+	n = exec_dml(run, dim_name, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
 	require_count(n, lg->ninserted, "inserted", run->run_id, dim_name);
 	if (c->nsk > 0)
 		keep_surrogate_keys(run->run_id);
@@ -286,7 +276,7 @@ restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, co
 	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
 				  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
 				  c->type1, c->ntype1);
-	n = exec_dml(run->dim_oid, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
+	n = exec_dml(run, dim_name, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
 	require_count(n, lg->nupdated, "updated", run->run_id, dim_name);
 	return n;
 }
@@ -331,6 +321,8 @@ scd2_revert(PG_FUNCTION_ARGS)
 	check_privileges(run.dim_oid, dim_name);
 	scd2_lock_dimension(run.dim_oid, dim_name,
 						"The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.");
+	scd2_refuse_row_security(run.dim_oid, scd2_relation_owner(run.dim_oid), "dimension", "scd2.revert");
+	scd2_require_registered_shape(run.dim_oid, dim_name, true);
 	scd2_revert_read_run(run_id, false, &run);
 	scd2_revert_require_revertible(&run);
 

@@ -13,21 +13,14 @@
 
 #include "worktable.h"
 
-/* The role a load runs as, and what to restore (see owner_context_enter). */
-typedef struct OwnerContext
-{
-	Oid			owner;
-	Oid			save_userid;
-	int			save_sec;
-	int			nest;
-} OwnerContext;
-
 /* State of one load while it runs. */
 typedef struct LoadState
 {
 	const Scd2Config *cfg;
 	OwnerContext *oc;
 	Snapshot	snap;
+	bool		log_prepared;	/* the change log's work table exists
+								 * (changelog.c) */
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
 	int64		source_rows;	/* staging rows (after validation) */
@@ -52,13 +45,13 @@ typedef struct Scd2ClassifyCounts
 } Scd2ClassifyCounts;
 
 /* load.c */
-extern char *scd2_load_context(const char *context, const char *line);
 extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
 extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 								const Datum *args, int expected, const char *what);
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
+extern void scd2_load_record_change_log(LoadState *st, const char *sql, bool probing);
 
 /* load_memory.c: a load statement's nodes share hash_mem */
 extern void scd2_memory_budget_init(void);
@@ -68,12 +61,6 @@ extern void scd2_memory_budget_disarm(void);
 /* load_access.c */
 extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
 								  Oid roleid, bool as_owner);
-extern void scd2_check_relkind(Oid relid, bool dimension);
-extern Oid scd2_relation_owner(Oid relid);
-extern void scd2_owner_context_enter(OwnerContext *oc, Oid owner);
-extern void scd2_owner_context_restrict(OwnerContext *oc);
-extern void scd2_owner_context_unrestrict(OwnerContext *oc);
-extern void scd2_owner_context_leave(OwnerContext *oc);
 
 /* load_validate.c */
 extern char *scd2_sql_validate(const Scd2Config *cfg);

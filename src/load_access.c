@@ -1,8 +1,7 @@
 /*
  * load_access.c -- step 1 of a load: the caller's and the owner's
- * privileges, the relation kinds, the dimension's lock, and the owner
- * context the load runs in (the dimension's owner, search_path pinned, a
- * security-restricted operation).
+ * privileges and the relation kinds (the row-security refusal is
+ * guard.c's, the owner context the load runs in exec.c's).
  */
 #include "scd2.h"
 
@@ -145,51 +144,4 @@ scd2_relation_owner(Oid relid)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
-}
-
-/*
- * Running the load as the dimension's owner, the way core runs REFRESH
- * MATERIALIZED VIEW (matview.c): first as the owner with only the role
- * switch locked (SECURITY_LOCAL_USERID_CHANGE) while the load creates its
- * temporary work tables (a security-restricted operation may not be the
- * first to create a temporary table in a session), then, before any
- * statement that runs code the owner controls (triggers, defaults,
- * constraints, index expressions, staging views), as the owner in a
- * security-restricted operation.  A new GUC nest level with a pinned
- * search_path; at the end every setting made inside it, by the load or by
- * the owner's code, is rolled back (AtEOXact_GUC(false, ...)) and the
- * caller's role and security context come back.  An error ends the
- * (sub)transaction, which restores both as well.
- */
-void
-scd2_owner_context_enter(OwnerContext *oc, Oid owner)
-{
-	oc->owner = owner;
-	GetUserIdAndSecContext(&oc->save_userid, &oc->save_sec);
-	SetUserIdAndSecContext(owner, oc->save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	oc->nest = NewGUCNestLevel();
-	scd2_restrict_search_path();
-}
-
-void
-scd2_owner_context_restrict(OwnerContext *oc)
-{
-	SetUserIdAndSecContext(oc->owner, oc->save_sec | SECURITY_RESTRICTED_OPERATION);
-}
-
-/*
- * Back to the owner without the restriction, only to create a work table
- * (matview.c does the same for its "diff" table).
- */
-void
-scd2_owner_context_unrestrict(OwnerContext *oc)
-{
-	SetUserIdAndSecContext(oc->owner, oc->save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-scd2_owner_context_leave(OwnerContext *oc)
-{
-	AtEOXact_GUC(false, oc->nest);
-	SetUserIdAndSecContext(oc->save_userid, oc->save_sec);
 }

@@ -107,7 +107,7 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 	if (st->citus != SCD2_CITUS_NONE)
 	{
 		check_dimension_shape(cfg, &dim);
-		scd2_spi_exec(psprintf("CREATE TEMP TABLE %s (LIKE %s) ON COMMIT DROP", DIM_IMAGE, cfg->dim_sql),
+		scd2_exec_work(psprintf("CREATE TEMP TABLE %s (LIKE %s) ON COMMIT DROP", DIM_IMAGE, cfg->dim_sql),
 					  SPI_OK_UTILITY, "creating the dimension's image");
 		cfg->dim_sql = DIM_IMAGE;
 	}
@@ -133,7 +133,7 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 	if (copy_stg)
 	{
 		st->stg_table_sql = cfg->stg_sql;
-		scd2_spi_exec(psprintf("CREATE TEMP TABLE %s (LIKE %s) ON COMMIT DROP", STG_IMAGE, cfg->stg_sql),
+		scd2_exec_work(psprintf("CREATE TEMP TABLE %s (LIKE %s) ON COMMIT DROP", STG_IMAGE, cfg->stg_sql),
 					  SPI_OK_UTILITY, "creating the staging table's image");
 		cfg->stg_sql = STG_IMAGE;
 	}

@@ -212,7 +212,7 @@ load_try(LoadState *st, SPIPlanPtr plan, Datum *values, ErrorData **err)
 		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
 			ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION)
 		{
-			edata->context = scd2_load_context(edata->context,
+			edata->context = scd2_context_without_sql(edata->context,
 										  psprintf("scd2: checking staging values (load of dimension %s from %s)",
 												   st->cfg->dim_name, st->cfg->stg_name));
 			ReThrowError(edata);
@@ -355,6 +355,8 @@ scd2_check_conversions(LoadState *st)
 
 	if (items == NULL)
 		return;
+	/* this file runs its statements itself (in subtransactions): check */
+	scd2_exec_require_owner(true, "checking staging values");
 	if (load_try(st, load_prepare(scd2_sql_conv_check(cfg, items, n), 0, NULL), NULL, &err))
 	{
 		int64	   *lossy = palloc(sizeof(int64) * n);

@@ -231,7 +231,7 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 
 	build_indexes(st, idx, nidx);
 
-	(void) scd2_changelog_write_first_load(cfg, st->snap);
+	scd2_load_record_change_log(st, scd2_changelog_sql_first_load(cfg), false);
 
 	if (store != NULL)
 	{

@@ -325,11 +325,11 @@ scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 	const Scd2Config *cfg = st->cfg;
 
 	/* the general path's work tables: created outside the restriction */
-	scd2_owner_context_unrestrict(st->oc);
-	scd2_spi_exec(scd2_sql_create_work_table(cfg, &scd2_wt_points), SPI_OK_UTILITY, "creating the point table");
-	scd2_spi_exec(scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE, true), SPI_OK_UTILITY,
+	scd2_owner_unrestrict(st->oc);
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_points), SPI_OK_UTILITY, "creating the point table");
+	scd2_exec_work(scd2_sql_window(cfg, PTS_TABLE, WIN_TABLE, true), SPI_OK_UTILITY,
 				  "creating the window table");
-	scd2_owner_context_restrict(st->oc);
+	scd2_owner_restrict(st->oc);
 
 	scd2_load_exec(st, scd2_sql_points(cfg, PTS_TABLE, KEYS_TABLE), SPI_OK_INSERT, "collecting timeline points");
 

@@ -25,7 +25,9 @@
 #include "utils/lsyscache.h"
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "utils/acl.h"
 #include "utils/array.h"
+#include "catalog/pg_class.h"
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(scd2_registry_store);
@@ -41,6 +43,33 @@ require_owner(Oid relid)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of table %s", scd2_relation_display_name(relid)),
 				 errhint("Only the owner of a dimension can register or unregister it.")));
+}
+
+/*
+ * What scd2.register refuses, checked again here: _registry_store is
+ * callable by PUBLIC (register runs with its caller's rights), and a
+ * registration stored without register must not be one register refuses
+ * -- a temporary dimension or default staging table, or a staging table
+ * the caller or the dimension's owner may not read.
+ */
+static void
+require_storable(Oid dim, Oid stg)
+{
+	scd2_check_relkind(dim, true);
+	if (!OidIsValid(stg))
+		return;
+	if (get_rel_persistence(stg) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("temporary table %s cannot be the registered staging table of %s",
+						scd2_relation_display_name(stg), scd2_relation_display_name(dim)),
+				 errdetail("scd2.apply_all reads the registered staging table in a session of its own, where a temporary table does not exist.")));
+	if (pg_class_aclcheck(stg, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+		pg_class_aclcheck(stg, scd2_relation_owner(dim), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for staging table %s", scd2_relation_display_name(stg)),
+				 errdetail("Registering a default staging table needs SELECT on it for the registering role and the dimension's owner.")));
 }
 
 Datum
@@ -59,6 +88,7 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("dimension must not be NULL")));
 	require_owner(PG_GETARG_OID(0));
+	require_storable(PG_GETARG_OID(0), PG_ARGISNULL(7) ? InvalidOid : PG_GETARG_OID(7));
 
 	for (int i = 0; i < 13; i++)
 	{
@@ -73,7 +103,7 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	scd2_spi_exec_as_extension_owner(
+	scd2_exec_catalog(
 		"INSERT INTO scd2.dimensions AS d (dimension, business_key, tracked, type1,"
 		" effective_column, delete_column, mode, staging, valid_from_column, valid_to_column,"
 		" is_current_column, surrogate_key_column, current_valid_to, registered_by)"
@@ -103,12 +133,33 @@ scd2_registry_remove(PG_FUNCTION_ARGS)
 	require_owner(dim);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	removed = scd2_spi_exec_as_extension_owner("DELETE FROM scd2.dimensions"
+	removed = scd2_exec_catalog("DELETE FROM scd2.dimensions"
 											   " WHERE dimension OPERATOR(pg_catalog.=) $1",
 											   1, argtypes, values, NULL, false, SPI_OK_DELETE,
 											   "removing the registration") > 0;
 	SPI_finish();
 	PG_RETURN_BOOL(removed);
+}
+
+/*
+ * The change-log headers of dimensions that no longer exist are marked
+ * dropped (0.4): their regclass would be dumped as a bare OID, which can
+ * name another table after a restore, and scd2.revert and scd2.changes
+ * refuse a dropped run's header.  An extension not yet updated to 0.4 has
+ * no such column.
+ */
+static void
+mark_dropped_runs(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+	Oid			runs = OidIsValid(nsp) ? get_relname_relid("change_log_runs", nsp) : InvalidOid;
+
+	if (!OidIsValid(runs) || get_attnum(runs, "dimension_dropped_at") == InvalidAttrNumber)
+		return;
+	scd2_exec_catalog("UPDATE scd2.change_log_runs r SET dimension_dropped_at = pg_catalog.now()"
+					  " WHERE r.dimension_dropped_at IS NULL AND NOT EXISTS"
+					  " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) r.dimension::pg_catalog.oid)",
+					  0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "marking the runs of dropped dimensions");
 }
 
 /*
@@ -123,14 +174,15 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	removed = (int64) scd2_spi_exec_as_extension_owner(
+	removed = (int64) scd2_exec_catalog(
 		"DELETE FROM scd2.dimensions d WHERE NOT EXISTS"
 		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dimension)",
 		0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions");
-	scd2_spi_exec_as_extension_owner(
+	scd2_exec_catalog(
 		"UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
 		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
 		0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "forgetting dropped staging tables");
+	mark_dropped_runs();
 	SPI_finish();
 	PG_RETURN_INT64(removed);
 }
@@ -182,7 +234,7 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	if (scd2_spi_exec_as_extension_owner("UPDATE scd2.dimensions d SET created_indexes = $2,"
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET created_indexes = $2,"
 										 " no_overlap_constraint = $3, detect = $4, " SHAPE_SQL
 										 " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
 										 4, argtypes, values, nulls, false, SPI_OK_UPDATE,

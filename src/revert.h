@@ -26,6 +26,7 @@ typedef struct Run
 	char	   *pruned_at;
 	char	   *reverted_by;
 	char	   *current_valid_to;	/* the registration's, as text */
+	char	   *dropped_at;		/* when its dimension was dropped (0.4), or NULL */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */

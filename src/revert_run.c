@@ -44,21 +44,20 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 	TupleDesc	desc;
 	bool		isnull;
 	Datum		d;
-	int			rc;
 
-	rc = SPI_execute_with_args(
+	/* as the extension owner: the audit log shows a role only some rows */
+	(void) scd2_exec_catalog(
 		"SELECT a.status, a.dimension, a.staging, a.effective_at, r.run_id IS NOT NULL,"
 		"       r.dimension::pg_catalog.oid, r.key_columns,"
 		"       ARRAY[r.valid_from_column, r.valid_to_column],"
 		"       pg_catalog.array_remove(ARRAY[r.is_current_column], NULL),"
 		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL),"
-		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by, r.current_valid_to"
+		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by, r.current_valid_to,"
+		"       pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'dimension_dropped_at'"
 		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
 		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, read_only, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading run %lld failed: %s", (long long) run_id, SPI_result_code_string(rc));
+		1, argtypes, values, NULL, read_only, SPI_OK_SELECT, "reading the run");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -88,6 +87,7 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 	run->pruned_at = SPI_getvalue(tup, desc, 13);
 	run->reverted_by = SPI_getvalue(tup, desc, 14);
 	run->current_valid_to = SPI_getvalue(tup, desc, 15);
+	run->dropped_at = SPI_getvalue(tup, desc, 16);
 }
 
 /*
@@ -107,6 +107,12 @@ scd2_revert_require_change_log(const Run *run)
 						   "Run %lld was loaded before scd2 0.3, which began keeping a change log." :
 						   "Run %lld is not a load that wrote the dimension (its status is %s).",
 						   id, run->status)));
+	if (run->dropped_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the dimension of run %lld was dropped", id),
+				 errdetail("Dimension %s was dropped; the run's change log names no table any more.",
+						   run->dim_text)));
 	if (!run->logged)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -150,16 +156,13 @@ scd2_revert_later_runs(const Run *run)
 {
 	Oid			argtypes[2] = {INT8OID, OIDOID};
 	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
-	int			rc;
 
-	rc = SPI_execute_with_args(
+	(void) scd2_exec_catalog(
 		"SELECT pg_catalog.string_agg(r.run_id::pg_catalog.text, ', ' ORDER BY r.run_id)"
 		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
 		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'",
-		2, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "scd2: reading later runs failed: %s", SPI_result_code_string(rc));
+		2, argtypes, values, NULL, false, SPI_OK_SELECT, "reading later runs");
 	return scd2_spi_text(0, 1);
 }
 
@@ -174,7 +177,7 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 	&lg->upd_cur, &lg->upd_type1};
 	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
 
-	scd2_spi_exec_as_extension_owner(
+	scd2_exec_catalog(
 		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE c.inserted),"

@@ -247,38 +247,66 @@ typedef struct Scd2LoggedColumn
 
 /* changelog.c */
 extern void scd2_pin_text_forms(void);
-extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap,
-								  const char *written);
-extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, Snapshot snap);
+extern bool scd2_changelog_prepare(bool dry_run);
+extern char *scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written);
+extern char *scd2_changelog_sql_first_load(const Scd2Config *cfg);
+extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
 
 /* util.c */
-typedef struct Scd2SavedUser	/* who ran before scd2_become_extension_owner */
-{
-	Oid			userid;
-	int			sec;
-} Scd2SavedUser;
 extern char *scd2_relation_display_name(Oid relid);
 extern char *scd2_operator_sql(Oid opno);
 extern char *scd2_collate_sql(Oid collid);
 extern void scd2_lock_dimension(Oid dim_oid, const char *dim_name, const char *detail_fmt);
-extern void scd2_become_extension_owner(Scd2SavedUser *saved);
-extern void scd2_restore_user(const Scd2SavedUser *saved);
-extern uint64 scd2_spi_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
-											   Datum *values, const char *nulls, bool read_only,
-											   int expected, const char *what);
 extern int	scd2_pin_search_path(void);
 extern void scd2_unpin(int nestlevel);
 extern void scd2_set_local(const char *name, const char *value);
 extern Oid	scd2_extension_owner(void);
-extern void scd2_spi_exec(const char *sql, int expected, const char *what);
-extern void scd2_spi_exec_snap(const char *sql, int nargs, Oid *argtypes,
-							   Datum *values, const char *nulls,
-							   Snapshot snap, int expected, const char *what);
 extern int64 scd2_spi_int8(int row, int col);
 extern char *scd2_spi_text(int row, int col);
+
+/*
+ * exec.c: the one way scd2 runs a statement (docs/SECURITY.md).  An owner
+ * context: the role a statement on user data runs as, and what to restore.
+ */
+typedef struct OwnerContext
+{
+	Oid			owner;
+	Oid			prev_owner;
+	Oid			save_userid;
+	int			save_sec;
+	int			nest;
+} OwnerContext;
+extern void scd2_owner_enter(OwnerContext *oc, Oid owner);
+extern void scd2_owner_restrict(OwnerContext *oc);
+extern void scd2_owner_unrestrict(OwnerContext *oc);
+extern void scd2_owner_leave(OwnerContext *oc);
+extern uint64 scd2_exec_user(const char *sql, int nargs, const Oid *argtypes,
+							 const Datum *values, const char *nulls, Snapshot snap,
+							 bool read_only, int expected, const char *what);
+extern void scd2_exec_user_parallel(const char *sql, int nargs, const Oid *argtypes,
+									const Datum *values, Snapshot snap, const char *what);
+extern void scd2_exec_require_owner(bool restricted, const char *what);
+extern void scd2_exec_work(const char *sql, int expected, const char *what);
+extern uint64 scd2_exec_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
+								const char *nulls, bool read_only, int expected,
+								const char *what);
+extern uint64 scd2_exec_catalog_as_caller(const char *sql, int nargs, Oid *argtypes,
+										  Datum *values, const char *nulls, const char *what);
+extern uint64 scd2_exec_as_owner(Oid owner, const char *sql, int nargs, const Oid *argtypes,
+								 const Datum *values, bool read_only, int expected,
+								 const char *what, const char *context_line);
+extern char *scd2_context_without_sql(const char *context, const char *line);
+extern void scd2_rethrow_without_sql(MemoryContext cxt, const char *line);
+
+/* guard.c: what every entry point refuses before it reads or writes */
+extern void scd2_refuse_row_security(Oid relid, Oid owner, const char *relkind_word,
+									 const char *entry);
+extern void scd2_require_registered_shape(Oid dim_oid, const char *dim_name, bool missing_ok);
+extern Oid	scd2_relation_owner(Oid relid);
+extern void scd2_check_relkind(Oid relid, bool dimension);
 
 #endif							/* SCD2_H */

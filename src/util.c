@@ -1,7 +1,8 @@
 /*
  * util.c -- small helpers shared by the load, registry and audit code:
  * pinning the search_path around dynamic SQL, statement-scoped settings,
- * the extension owner, and SPI calls that check their result codes.
+ * the extension owner, and readers of SPI results (statements themselves
+ * run through exec.c).
  */
 #include "scd2.h"
 
@@ -86,39 +87,6 @@ scd2_extension_owner(void)
 	return owner;
 }
 
-/* Run a statement without parameters; check the SPI result code. */
-void
-scd2_spi_exec(const char *sql, int expected, const char *what)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc != expected)
-		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
-}
-
-/*
- * Run a statement under a given snapshot (every read of one load sees the
- * same committed data), with parameters; check the SPI result code.
- */
-void
-scd2_spi_exec_snap(const char *sql, int nargs, Oid *argtypes, Datum *values,
-				   const char *nulls, Snapshot snap, int expected,
-				   const char *what)
-{
-	SPIPlanPtr	plan;
-	int			rc;
-
-	plan = SPI_prepare(sql, nargs, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "scd2: preparing %s failed: %s", what,
-			 SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, values, nulls, snap, InvalidSnapshot,
-							  false, true, 0);
-	if (rc != expected)
-		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
-	SPI_freeplan(plan);
-}
-
 /* A bigint column of the last SPI result (NULL reads as 0). */
 int64
 scd2_spi_int8(int row, int col)
@@ -136,48 +104,6 @@ char *
 scd2_spi_text(int row, int col)
 {
 	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
-}
-
-/*
- * Become the extension owner for scd2's own tables (the registry, the
- * audit log, the change log): their rows are written as the owner
- * (pg_cron's approach, instead of SECURITY DEFINER), so those tables need
- * no write privilege for PUBLIC.  scd2_restore_user undoes it.
- */
-void
-scd2_become_extension_owner(Scd2SavedUser *saved)
-{
-	GetUserIdAndSecContext(&saved->userid, &saved->sec);
-	SetUserIdAndSecContext(scd2_extension_owner(), saved->sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-scd2_restore_user(const Scd2SavedUser *saved)
-{
-	SetUserIdAndSecContext(saved->userid, saved->sec);
-}
-
-/*
- * One statement on scd2's own tables (registry, audit log, change log), as
- * the extension owner with search_path pinned; its result code must be
- * expected (else an error naming what).  Returns SPI_processed.
- */
-uint64
-scd2_spi_exec_as_extension_owner(const char *sql, int nargs, Oid *argtypes, Datum *values,
-								 const char *nulls, bool read_only, int expected,
-								 const char *what)
-{
-	Scd2SavedUser saved;
-	int			rc;
-	int			pin = scd2_pin_search_path();
-
-	scd2_become_extension_owner(&saved);
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, read_only, 0);
-	scd2_restore_user(&saved);
-	scd2_unpin(pin);
-	if (rc != expected)
-		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
-	return SPI_processed;
 }
 
 /* "schema"."table", quoted as needed. */

@@ -137,7 +137,7 @@ scd2_drop_work_tables(void)
 	int			nest = NewGUCNestLevel();
 
 	scd2_set_local("client_min_messages", "warning");
-	scd2_spi_exec("DROP TABLE IF EXISTS " KEYS_TABLE ", " CHG_TABLE ", " PTS_TABLE ", " WIN_TABLE
+	scd2_exec_work("DROP TABLE IF EXISTS " KEYS_TABLE ", " CHG_TABLE ", " PTS_TABLE ", " WIN_TABLE
 				  ", " DIM_IMAGE ", " STG_IMAGE,
 				  SPI_OK_UTILITY, "dropping work tables");
 	AtEOXact_GUC(true, nest);
@@ -147,6 +147,6 @@ scd2_drop_work_tables(void)
 void
 scd2_create_work_tables(const Scd2Config *cfg)
 {
-	scd2_spi_exec(scd2_sql_create_work_table(cfg, &scd2_wt_keys), SPI_OK_UTILITY, "creating the key table");
-	scd2_spi_exec(scd2_sql_create_work_table(cfg, &scd2_wt_changes), SPI_OK_UTILITY, "creating the change table");
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_keys), SPI_OK_UTILITY, "creating the key table");
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_changes), SPI_OK_UTILITY, "creating the change table");
 }

@@ -22,6 +22,12 @@
 /* On Citus (load_citus.c): local copies of what the load reads. */
 #define DIM_IMAGE	"pg_temp.\"scd2 work: dimension\""
 #define STG_IMAGE	"pg_temp.\"scd2 work: staging\""
+/*
+ * The change log's rows of one load, computed as the dimension's owner and
+ * copied into scd2.change_log as the extension owner (changelog.c), who
+ * creates and owns this table.
+ */
+#define LOG_TABLE	"pg_temp.\"scd2 work: log\""
 
 /*
  * The work tables' own columns, declared once (worktable.c): each table's

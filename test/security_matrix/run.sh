@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# scd2 security matrix (issue 21): every entry point x every kind of code a
+# dimension or staging owner controls x every kind of caller.  The cells are
+# GENERATED from the three lists below; each cell asserts
+#   - the outcome: the call succeeds, or is refused with the expected error
+#     (row-level security, ownership);
+#   - that the owner's code ran as the owner in a security-restricted
+#     operation -- never as the superuser or the extension's owner -- or,
+#     for an entry point that runs as its caller (dimension_at, asof: the
+#     caller's own read), as that caller, never a more privileged one;
+#   - that the owner's code did run where the entry point must run it (no
+#     cell passes because nothing happened);
+#   - that policies held (a policy-limited caller is refused, or reads only
+#     the rows its policy shows);
+#   - that a refused call wrote nothing: the dimension, scd2.change_log and
+#     scd2.audit_log (but for the one 'error' row a top-level CALL keeps)
+#     are unchanged.
+#
+# Adding an entry point is one line in ENTRY_POINTS below: its name, the
+# statement the caller runs (:run is a run loaded just before the cell,
+# KEY a key literal of the dimension, @@ a line break) and whether it
+# runs as its caller;
+# then, if the owner's code must run in it, its name in the kinds' FIRES
+# lists.  Its expected refusals follow from expect() (owner-only entry
+# points are listed in OWNER_ONLY).
+#
+# Not in the matrix: the output function of a key type (a base type's I/O
+# functions are C, and CREATE TYPE of a base type needs a superuser: it is
+# trusted code, not something a dimension owner controls; the cast kind
+# covers the jsonb path that would call it).
+#
+# Needs a running server (PGHOST, PGPORT, PGUSER: a superuser) with scd2
+# installed, as scripts/test.sh starts it.  Prints one line per cell, the
+# cell count, then `security_matrix: N passed, M failed`.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+PG_BIN=${PG_BIN:-$(pg_config --bindir)}
+export PATH="$PG_BIN:$PATH"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# name|statement|runs as the caller (1) or as the dimension's owner (0)
+ENTRY_POINTS=(
+    "apply|CALL scd2.apply('m.stg', 'm.dim');|0"
+    "merge|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim');|0"
+    "merge_dry_run|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim', dry_run => true);|0"
+    "apply_all|CALL scd2.apply_all();|0"
+    "revert|SELECT scd2.revert(:run);|0"
+    "changes|SELECT count(*) FROM scd2.changes(:run);|0"
+    "dimension_at|SELECT (SELECT count(*) FROM scd2.dimension_at(NULL::m.dim, now())) = (SELECT count(DISTINCT k) FROM m.dim) AS post \\gset|1"
+    "prune_change_log|SELECT scd2.prune_change_log(interval '0', 'm.dim');|0"
+    "register|SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg');|0"
+    "asof|SELECT scd2.asof('m.dim', now(), KEY);|1"
+    "dbt_apply|CALL scd2.apply('m.stg'::regclass, 'm.dim'::regclass) \\gset@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM scd2.audit_log WHERE run_id = :run_id \\gset@@\\endif|0"
+)
+OWNER_ONLY=" register prune_change_log "
+
+# The kinds of owner code: each is a shell function printing its setup
+# (run as the owner: it creates m.stg and m.dim, registered) and sets
+# KTYPE (the key's type), KEYLIT (printf format of a key literal from a
+# number), STG_TABLE (the table the cells stage rows in) and FIRES (the
+# entry points that must run the code, for an allowed caller).
+KINDS=(trigger default check domain_check cast operator index_expression policy staging_view generated)
+LOADS="apply merge apply_all dbt_apply"
+# (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
+read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
+
+common_tables() {   # $1: the key's type, $2: the dimension's extra column DDL
+    cat <<SQL
+CREATE TABLE m.stg (k $1, tenant text, city text);
+SELECT scd2.create_dimension('m.dim', 'm.stg', ARRAY['k']);
+SQL
+}
+
+kind_trigger() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.stg FIRES="$LOADS revert"
+    common_tables int
+    cat <<'SQL'
+CREATE FUNCTION m.trg() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM m.probe('trigger'); RETURN NULL; END $$;
+CREATE TRIGGER trg AFTER INSERT OR UPDATE OR DELETE ON m.dim FOR EACH ROW EXECUTE FUNCTION m.trg();
+SQL
+}
+kind_default() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.stg FIRES="$LOADS"
+    common_tables int
+    echo "ALTER TABLE m.dim ADD COLUMN note boolean DEFAULT m.probe('default');"
+}
+kind_check() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.stg FIRES="$LOADS revert"
+    common_tables int
+    echo "ALTER TABLE m.dim ADD CONSTRAINT probed CHECK (m.probe('check'));"
+}
+kind_domain_check() {
+    KTYPE=m.kdom KEYLIT="'k%d'::text" STG_TABLE=m.stg FIRES="$LOADS merge_dry_run revert changes"
+    # the staging key is text, the dimension's the domain: loads convert
+    echo "CREATE DOMAIN m.kdom AS text CHECK (m.probe('domain check'));"
+    common_tables text
+    echo "ALTER TABLE m.dim ALTER k TYPE m.kdom;"
+    echo "SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg');"
+}
+kind_cast() {
+    KTYPE=m.code KEYLIT="'k%d'::m.code" STG_TABLE=m.stg FIRES="$LOADS merge_dry_run"
+    echo "CREATE TYPE m.code AS ENUM ($(seq -f "'k%g'" 0 999 | paste -sd,));"
+    cat <<'SQL'
+CREATE FUNCTION m.code_json(m.code) RETURNS json LANGUAGE plpgsql AS $$
+BEGIN PERFORM m.probe('cast'); RETURN to_json($1::text); END $$;
+CREATE CAST (m.code AS json) WITH FUNCTION m.code_json(m.code);
+SQL
+    common_tables m.code
+}
+kind_operator() {   # an = of the owner's on the key type: scd2 must never pick it
+    KTYPE=m.code KEYLIT="'k%d'::m.code" STG_TABLE=m.stg FIRES=""
+    echo "CREATE TYPE m.code AS ENUM ($(seq -f "'k%g'" 0 999 | paste -sd,));"
+    cat <<'SQL'
+CREATE FUNCTION m.code_eq(m.code, m.code) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN PERFORM m.probe('operator'); RETURN $1::text = $2::text; END $$;
+CREATE OPERATOR m.= (LEFTARG = m.code, RIGHTARG = m.code, FUNCTION = m.code_eq);
+SQL
+    common_tables m.code
+}
+kind_index_expression() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.stg FIRES="$LOADS"
+    common_tables int
+    echo "CREATE INDEX dim_probe ON m.dim ((m.probe_imm('index expression', city)));"
+}
+kind_policy() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.stg FIRES=""
+    common_tables int
+    cat <<'SQL'
+ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY;
+CREATE POLICY probed ON m.dim USING (m.probe('policy')) WITH CHECK (m.probe('policy'));
+SQL
+}
+kind_staging_view() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.src FIRES="$LOADS merge_dry_run"
+    cat <<'SQL'
+CREATE TABLE m.src (k int, tenant text, city text);
+CREATE VIEW m.stg AS SELECT k, tenant, city FROM m.src WHERE m.probe('staging view');
+SELECT scd2.create_dimension('m.dim', 'm.stg', ARRAY['k']);
+GRANT SELECT ON m.src TO PUBLIC;
+SQL
+}
+kind_generated() {
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.stg FIRES="$LOADS"
+    common_tables int
+    echo "ALTER TABLE m.dim ADD COLUMN gen text GENERATED ALWAYS AS (m.probe_imm('generated column', city)) STORED;"
+}
+
+# caller|role to SET (empty: the superuser running the script)
+CALLERS=(
+    "owner|regress_mx_owner"
+    "superuser|"
+    "grantee|regress_mx_grantee"
+    "limited|regress_mx_limited"
+)
+
+# expect ENTRY KIND CALLER: ok, refused_owner or refused_rls.
+expect() {
+    local entry=$1 kind=$2 caller=$3 runs_as_caller=$4
+    case "$OWNER_ONLY" in *" $entry "*)
+        case $caller in owner|superuser) echo ok ;; *) echo refused_owner ;; esac; return ;;
+    esac
+    # subject to a policy: limited always, grantee on the policy kind
+    if [ "$caller" = limited ] || { [ "$kind" = policy ] && [ "$caller" = grantee ]; }; then
+        # dimension_at is the caller's own SELECT: the policy applies to it
+        if [ "$entry" = dimension_at ]; then echo ok; else echo refused_rls; fi
+        return
+    fi
+    echo ok
+}
+
+psql_su() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql_su -d postgres -c "DO \$\$ BEGIN
+    DROP ROLE IF EXISTS regress_mx_owner; DROP ROLE IF EXISTS regress_mx_grantee;
+    DROP ROLE IF EXISTS regress_mx_limited;
+END \$\$" >/dev/null 2>&1 || true
+for k in "${KINDS[@]}"; do psql_su -d postgres -c "DROP DATABASE IF EXISTS scd2_mx_$k" >/dev/null 2>&1; done
+psql_su -d postgres -c "CREATE ROLE regress_mx_owner; CREATE ROLE regress_mx_grantee; CREATE ROLE regress_mx_limited;" >/dev/null
+
+# The mechanism holds by construction only while statements go through
+# src/exec.c: no other file may call SPI's executors, except these.
+SPI_ALLOWED="exec.c load_convert.c registry.c citus_shards.c asof_citus.c"
+spi_users=$(cd "$here/../../src" && grep -l -E 'SPI_(execute|prepare|cursor_open)' ./*.c | sed 's|^\./||' | sort | tr '\n' ' ')
+lint_ok=1
+for f in $spi_users; do
+    case " $SPI_ALLOWED " in *" $f "*) ;; *) lint_ok=0; echo "not ok - $f runs SPI statements itself, outside src/exec.c" ;; esac
+done
+
+cells=0
+started=$SECONDS
+superuser=$(psql -X -At -d postgres -c "SELECT current_user")
+for kind in "${KINDS[@]}"; do
+    db=scd2_mx_$kind
+    psql_su -d postgres -c "CREATE DATABASE $db" >/dev/null
+    kind_sql=$("kind_$kind")
+    "kind_$kind" >/dev/null   # sets KTYPE, KEYLIT, STG_TABLE, FIRES in this shell
+    if ! psql_su -d "$db" >"$out/setup_$kind" 2>&1 <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION scd2;
+CREATE SCHEMA m AUTHORIZATION regress_mx_owner;
+GRANT USAGE ON SCHEMA m TO PUBLIC;
+SET ROLE regress_mx_owner;
+CREATE TABLE m.probe_log (what text, ran_as name, restricted boolean);
+GRANT INSERT ON m.probe_log TO PUBLIC;
+CREATE FUNCTION m.probe(what text) RETURNS boolean LANGUAGE plpgsql AS \$\$
+DECLARE
+    v_restricted boolean;
+BEGIN
+    BEGIN
+        PERFORM pg_catalog.set_config('role', 'none', true);
+        RAISE EXCEPTION 'undo';
+    EXCEPTION WHEN OTHERS THEN
+        v_restricted := SQLERRM LIKE '%security-restricted operation%';
+    END;
+    INSERT INTO m.probe_log VALUES (what, current_user, v_restricted);
+    RETURN true;
+END \$\$;
+-- for index and generation expressions, which must be immutable
+CREATE FUNCTION m.probe_imm(what text, v text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS \$\$
+BEGIN PERFORM m.probe(what); RETURN v; END \$\$;
+$kind_sql
+GRANT SELECT, INSERT, UPDATE, DELETE ON m.dim TO regress_mx_grantee, regress_mx_limited;
+GRANT SELECT ON m.stg TO regress_mx_grantee, regress_mx_limited;
+CREATE POLICY limited_a ON m.dim TO regress_mx_limited USING (tenant = 'a') WITH CHECK (tenant = 'a');
+INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" 1), 'a', 'Oslo'), ($(printf "$KEYLIT" 2), 'b', 'Rome');
+CALL scd2.apply('m.stg', 'm.dim', now() - interval '1 day');
+RESET ROLE;
+-- what a refused call must leave alone
+CREATE FUNCTION public.mx_state() RETURNS text LANGUAGE sql AS \$\$
+    SELECT (SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '-') FROM m.dim t)
+        || ' ' || (SELECT coalesce(md5(string_agg(c::text, ',' ORDER BY c::text)), '-') FROM scd2.change_log c)
+        || ' ' || (SELECT coalesce(md5(string_agg(a::text, ',' ORDER BY a.run_id)), '-') FROM scd2.audit_log a
+                    WHERE a.status <> 'error')
+\$\$;
+CREATE FUNCTION public.mx_errors() RETURNS bigint LANGUAGE sql AS
+    \$\$ SELECT count(*) FROM scd2.audit_log WHERE status = 'error' \$\$;
+CREATE FUNCTION public.mx_verdict(failed boolean, msg text, before text, errors_before bigint,
+                                  expected text, caller name, caller_runs boolean, must_fire boolean,
+                                  post boolean) RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE
+    v_bad text;
+    v_fired bigint;
+BEGIN
+    IF expected = 'ok' AND failed THEN
+        RETURN 'refused: ' || msg;
+    ELSIF expected <> 'ok' AND NOT failed THEN
+        RETURN 'not refused (expected ' || expected || ')';
+    ELSIF expected = 'refused_rls' AND msg NOT LIKE '%row-level security%'
+          -- apply_all reports its loads' errors in their audit rows
+          AND NOT (public.mx_errors() > errors_before
+                   AND (SELECT a.message FROM scd2.audit_log a WHERE a.status = 'error'
+                         ORDER BY a.run_id DESC LIMIT 1) LIKE '%row-level security%') THEN
+        RETURN 'refused for another reason: ' || msg;
+    ELSIF expected = 'refused_owner' AND msg NOT LIKE '%must be owner%' THEN
+        RETURN 'refused for another reason: ' || msg;
+    END IF;
+    IF failed AND (public.mx_state() <> before OR public.mx_errors() - errors_before NOT IN (0, 1)) THEN
+        RETURN 'a refused call wrote something';
+    END IF;
+    SELECT string_agg(DISTINCT what || ' as ' || ran_as || CASE WHEN restricted THEN '' ELSE ' unrestricted' END, ', ')
+      INTO v_bad FROM m.probe_log
+     WHERE NOT ((ran_as = 'regress_mx_owner' AND restricted)
+                OR (caller_runs AND ran_as = caller AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = caller)));
+    IF v_bad IS NOT NULL THEN
+        RETURN 'owner code ran wrongly: ' || v_bad;
+    END IF;
+    SELECT count(*) INTO v_fired FROM m.probe_log;
+    IF NOT failed AND must_fire AND v_fired = 0 THEN
+        RETURN 'the owner''s code did not run';
+    END IF;
+    IF NOT failed AND NOT post THEN
+        RETURN 'the post-check failed';
+    END IF;
+    RETURN 'ok';
+END \$\$;
+SQL
+    then
+        echo "not ok - setup of kind $kind"; sed 's/^/#   /' "$out/setup_$kind"
+        echo "security_matrix: 0 passed, 1 failed"; exit 1
+    fi
+
+    # one generated script per kind: every (entry point, caller) cell
+    script=$out/cells_$kind.sql
+    : >"$script"
+    n=2
+    for e in "${ENTRY_POINTS[@]}"; do
+        IFS='|' read -r entry stmt runs_as_caller <<<"$e"
+        for c in "${CALLERS[@]}"; do
+            IFS='|' read -r caller role <<<"$c"
+            n=$((n + 1)); cells=$((cells + 1))
+            exp=$(expect "$entry" "$kind" "$caller" "$runs_as_caller")
+            case " $FIRES " in *" $entry "*) fire=true ;; *) fire=false ;; esac
+            rolename=${role:-$superuser}
+            stmt_k=${stmt//KEY/$(printf "$KEYLIT" 1)}
+            stmt_k=${stmt_k//@@/$'\n'}
+            {
+                echo "-- cell $entry x $kind x $caller"
+                echo "SET ROLE regress_mx_owner;"
+                # a change to load: a new key and a changed one
+                echo "INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" "$n"), 'b', 'City $n');"
+                echo "UPDATE $STG_TABLE SET city = 'City $n' WHERE k = $(printf "$KEYLIT" 1);"
+                # the run revert and changes read: a load just before the cell
+                echo "CALL scd2.apply('m.stg', 'm.dim') \\gset"
+                echo "SELECT :run_id AS run \\gset"
+                echo "INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" "$((n + 500))"), 'a', 'City $n');"
+                [ "$caller" = limited ] && echo "ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY;"
+                echo "RESET ROLE;"
+                echo "DELETE FROM m.probe_log;"
+                echo "SELECT public.mx_state() AS before, public.mx_errors() AS errors_before \\gset"
+                echo "\\set post true"
+                [ -n "$role" ] && echo "SET ROLE $role;"
+                printf '%s\n' "$stmt_k"
+                echo "\\set failed :ERROR"
+                echo "\\set msg :LAST_ERROR_MESSAGE"
+                printf '%s\n' '\if :failed' '\else' "\\set msg ''" '\endif'
+                echo "RESET ROLE;"
+                echo "SELECT 'cell|$entry x $kind x $caller|' || public.mx_verdict(:'failed', :'msg', :'before', :errors_before, '$exp', '$rolename', $([ "$runs_as_caller" = 1 ] && echo true || echo false), $fire, :'post');"
+                [ "$caller" = limited ] && [ "$kind" != policy ] && echo "SET ROLE regress_mx_owner; ALTER TABLE m.dim DISABLE ROW LEVEL SECURITY; RESET ROLE;"
+            } >>"$script"
+        done
+    done
+    psql -X -q -At -v ON_ERROR_STOP=0 -v VERBOSITY=terse -d "$db" -f "$script" >"$out/result_$kind" 2>"$out/stderr_$kind"
+    psql_su -d postgres -c "DROP DATABASE $db" >/dev/null
+done
+
+passed=0 failed=0
+if [ "$lint_ok" = 1 ]; then passed=1; echo "ok 1 - every SPI statement goes through src/exec.c"; else failed=1; fi
+while IFS='|' read -r tag name verdict; do
+    [ "$tag" = cell ] || continue
+    if [ "$verdict" = ok ]; then
+        passed=$((passed + 1)); echo "ok $((passed + failed)) - $name"
+    else
+        failed=$((failed + 1)); echo "not ok $((passed + failed)) - $name: $verdict"
+    fi
+done < <(cat "$out"/result_*)
+missing=$((cells + 1 - passed - failed))
+if [ "$missing" != 0 ]; then
+    echo "not ok - $missing cells printed no verdict"; failed=$((failed + missing))
+    cat "$out"/stderr_* | head -40 | sed 's/^/#   /'
+fi
+psql_su -d postgres -c "DROP ROLE regress_mx_owner; DROP ROLE regress_mx_grantee; DROP ROLE regress_mx_limited;" >/dev/null
+echo "# ${#ENTRY_POINTS[@]} entry points x ${#KINDS[@]} kinds of owner code x ${#CALLERS[@]} callers = $cells cells ($((SECONDS - started))s)"
+echo "security_matrix: $passed passed, $failed failed"
+[ "$failed" = 0 ]
