@@ -137,7 +137,8 @@ CREATE FUNCTION scd2.register(
         current_valid_to     text    DEFAULT 'null',
         create_indexes       boolean DEFAULT true,
         no_overlap           boolean DEFAULT false,
-        detect               text    DEFAULT 'values')
+        detect               text    DEFAULT 'values',
+        max_close_fraction   real    DEFAULT NULL)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -420,15 +421,22 @@ BEGIN
         (SELECT d.no_overlap_constraint FROM scd2.dimensions d
           WHERE d.dimension OPERATOR(pg_catalog.=) register.dimension));
 
+    IF max_close_fraction IS NOT NULL AND NOT (max_close_fraction >= 0 AND max_close_fraction <= 1) THEN
+        RAISE EXCEPTION 'invalid max_close_fraction %', max_close_fraction
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'It is the largest fraction of the current keys one load may close or delete.',
+                  HINT = 'Use a fraction from 0 to 1 (0.2: a load may close at most 20% of the current keys), or NULL for no limit.';
+    END IF;
     PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  v_current_vt);
     PERFORM scd2._registry_store_more(dimension, v_created, v_no_overlap, detect);
+    PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
 
 ------------------------------------------------------------------------------
@@ -915,3 +923,19 @@ END
 $$;
 COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz) IS
     'every key''s version valid at an instant (valid_from <= at < valid_to), in the dimension''s row type: SELECT * FROM scd2.dimension_at(NULL::dim, at)';
+
+------------------------------------------------------------------------------
+-- Issue 27: the partial-extract guard (register's max_close_fraction).
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions ADD COLUMN max_close_fraction real
+    CONSTRAINT dimensions_max_close_fraction_check
+    CHECK (max_close_fraction >= 0 AND max_close_fraction <= 1);
+COMMENT ON COLUMN scd2.dimensions.max_close_fraction IS
+    'the largest fraction of the current keys one load may close or delete (NULL: no limit; scd2.allow_large_close lets one load through)';
+
+CREATE FUNCTION scd2._registry_store_guard(dimension regclass, max_close_fraction real)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_guard'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_guard(regclass, real) IS
+    'internal: records the max_close_fraction of a registration (the caller must own the dimension)';

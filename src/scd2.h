@@ -80,6 +80,7 @@ typedef struct Scd2Config
 	char	   *eff_type_name;	/* its type, and valid_from's, for messages */
 	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
+	double		max_close_fraction; /* the partial-extract guard; < 0: none */
 
 	char	   *px;				/* prefix of every internal column name of
 								 * the generated SQL: no column of the
@@ -156,6 +157,7 @@ typedef enum Scd2AsofOnMissing
 #define SCD2_CHANGE_LOG_DEFAULT				true
 #define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
 #define SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT	true
+#define SCD2_ALLOW_LARGE_CLOSE_DEFAULT		false
 
 extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
 extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
@@ -163,6 +165,7 @@ extern int	scd2_asof_map_memory;		/* scd2.asof_map_memory, kB */
 extern bool scd2_change_log;			/* scd2.change_log */
 extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
 extern bool scd2_first_load_rebuild_indexes;	/* scd2.first_load_rebuild_indexes */
+extern bool scd2_allow_large_close;	/* scd2.allow_large_close */
 
 /* registry.c */
 /* The registry row, as text. */
@@ -185,6 +188,7 @@ typedef struct Scd2Registration
 	Datum		shape_types;
 	Datum		shape_typmods;
 	char	   *detect;
+	double		max_close_fraction; /* < 0: no limit */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
