@@ -337,3 +337,21 @@ END
 $register$;
 COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
+
+------------------------------------------------------------------------------
+-- Issue 27: rewind -- every successful load after a run or a time undone,
+-- newest first, each as scd2.revert undoes it.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.rewind(dimension regclass, to_run bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_rewind_to_run'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.rewind(regclass, bigint) IS
+    'undoes every successful load of a dimension after run to_run, newest first, each as scd2.revert would; returns the number of runs undone';
+
+CREATE FUNCTION scd2.rewind(dimension regclass, to_time timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_rewind_to_time'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.rewind(regclass, timestamptz) IS
+    'undoes every successful load of a dimension that finished after to_time, newest first, each as scd2.revert would; returns the number of runs undone';

@@ -939,3 +939,21 @@ AS 'MODULE_PATHNAME', 'scd2_registry_store_guard'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2._registry_store_guard(regclass, real) IS
     'internal: records the max_close_fraction of a registration (the caller must own the dimension)';
+
+------------------------------------------------------------------------------
+-- Issue 27: rewind -- every successful load after a run or a time undone,
+-- newest first, each as scd2.revert undoes it.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.rewind(dimension regclass, to_run bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_rewind_to_run'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.rewind(regclass, bigint) IS
+    'undoes every successful load of a dimension after run to_run, newest first, each as scd2.revert would; returns the number of runs undone';
+
+CREATE FUNCTION scd2.rewind(dimension regclass, to_time timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_rewind_to_time'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.rewind(regclass, timestamptz) IS
+    'undoes every successful load of a dimension that finished after to_time, newest first, each as scd2.revert would; returns the number of runs undone';
