@@ -40,5 +40,5 @@ EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT,
                             c = RETURNED_SQLSTATE;
     RETURN c || ': ' || regexp_replace(m || coalesce(' DETAIL: ' || nullif(d, ''), '')
-                                       || coalesce(' HINT: ' || nullif(h, ''), ''), '\mrun [0-9]+', 'run N', 'g');
+                                       || coalesce(' HINT: ' || nullif(h, ''), ''), '\mrun [0-9]+', 'run N', 'gi');
 END $$;

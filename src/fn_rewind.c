@@ -34,6 +34,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "revert.h"
@@ -233,6 +234,13 @@ run_rewind(Oid dim_oid, int64 to_run, bool has_time, TimestampTz to_time)
 	scd2_lock_dimension(dim_oid, rw.dim_name,
 						"The rewind waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was rewound.");
 
+	/*
+	 * Everything from here on reads what committed before the lock was
+	 * granted: a load this rewind waited for is one of its runs, and its
+	 * change log (read with the active snapshot) must be seen too.
+	 */
+	PushActiveSnapshot(GetTransactionSnapshot());
+
 	/* 2. */
 	if (has_time)
 	{
@@ -258,6 +266,7 @@ run_rewind(Oid dim_oid, int64 to_run, bool has_time, TimestampTz to_time)
 		ereport(NOTICE,
 				(errmsg("scd2: %s: no successful load after %s, nothing to rewind", rw.dim_name, rw.target)));
 
+	PopActiveSnapshot();
 	scd2_unpin(pin);
 	SPI_finish();
 	return n;
