@@ -957,3 +957,13 @@ AS 'MODULE_PATHNAME', 'scd2_rewind_to_time'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2.rewind(regclass, timestamptz) IS
     'undoes every successful load of a dimension that finished after to_time, newest first, each as scd2.revert would; returns the number of runs undone';
+
+------------------------------------------------------------------------------
+-- Issue 27: apply_snapshots -- many full extracts in one staging table, one
+-- snapshot-mode load per extract, ascending, in one call.
+------------------------------------------------------------------------------
+CREATE PROCEDURE scd2.apply_snapshots(staging regclass, dimension regclass, snapshot_column name)
+AS 'MODULE_PATHNAME', 'scd2_apply_snapshots'
+LANGUAGE C;
+COMMENT ON PROCEDURE scd2.apply_snapshots(regclass, regclass, name) IS
+    'applies every extract of a staging table (its rows tagged with the extract''s time in snapshot_column) as one snapshot-mode load per extract, in ascending order, in one transaction';

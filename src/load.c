@@ -314,6 +314,28 @@ refuse_large_close(LoadState *st, const Scd2Metrics *m)
 			 errhint("A partial extract is usually an upstream failure. If the closes are real, allow this load with SET LOCAL scd2.allow_large_close = on.")));
 }
 
+/*
+ * An extract of scd2.apply_snapshots instead of the staging table (the
+ * staging table's columns, privileges and checks still apply): in snapshot
+ * mode when it is whole, else as changes with delete markers; messages
+ * name the extract.  Its rows are read from its work table
+ * (use_extract_rows), once the Citus images, which are filled from the
+ * staging table, exist.
+ */
+static void
+use_extract(Scd2Config *cfg, const Scd2Extract *ext)
+{
+	cfg->stg_name = psprintf("%s (%s)", cfg->stg_name, ext->label);
+	cfg->snapshot = ext->full;
+	cfg->del_col = pstrdup(ext->gone_col);
+}
+
+static void
+use_extract_rows(Scd2Config *cfg, const Scd2Extract *ext)
+{
+	cfg->stg_sql = pstrdup(ext->rows_sql);
+}
+
 void
 scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 {
@@ -353,6 +375,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
 	res->dim_name = cfg->dim_name;
 	res->stg_name = cfg->stg_name;
+	if (req->extract)
+		use_extract(cfg, req->extract);
 
 	/* 2. One snapshot for every read, taken after the lock. */
 	memset(&st, 0, sizeof(st));
@@ -369,6 +393,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	scd2_owner_context_restrict(&oc);
 	if (citus)
 		scd2_citus_fill_images(&st);
+	if (req->extract)
+		use_extract_rows(cfg, req->extract);
 
 	/* 3. */
 	scd2_check_conversions(&st);
@@ -377,7 +403,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	if (cfg->infinity)
 		scd2_check_before_current_valid_to(&st);
 
-	if (cfg->snapshot && m->source_rows == 0 && !scd2_allow_empty_snapshot)
+	if ((req->extract ? req->extract->rows == 0 : cfg->snapshot && m->source_rows == 0) &&
+		!scd2_allow_empty_snapshot)
 		refuse_empty_snapshot(cfg);
 
 	/*

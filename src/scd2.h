@@ -121,6 +121,23 @@ typedef struct Scd2Metrics
 	int64		duplicates;
 } Scd2Metrics;
 
+/*
+ * One extract of scd2.apply_snapshots (fn_apply_snapshots.c), read from
+ * its work table instead of the staging table: the first in full
+ * (a snapshot-mode load), each later one as its changes since the extract
+ * before, with a delete marker for every key that extract had and this
+ * one lacks (an incremental load).
+ */
+typedef struct Scd2Extract
+{
+	const char *rows_sql;		/* a FROM item with the staging columns and
+								 * gone_col, replacing the staging table */
+	const char *gone_col;		/* its delete marker, quoted */
+	const char *label;			/* "extract <time>", for messages */
+	bool		full;			/* the whole extract, in snapshot mode */
+	int64		rows;			/* the extract's staging rows */
+} Scd2Extract;
+
 /* What a caller asks of one load. */
 typedef struct Scd2LoadRequest
 {
@@ -129,6 +146,7 @@ typedef struct Scd2LoadRequest
 	TimestampTz effective_at;
 	bool		dry_run;
 	bool		want_feed;		/* materialize the change feed */
+	const Scd2Extract *extract; /* scd2.apply_snapshots; NULL otherwise */
 } Scd2LoadRequest;
 
 /* What a load produced. */
