@@ -63,6 +63,7 @@ typedef struct Snapshots
 	Scd2Config *cfg;			/* the registration with the staging table */
 	char	   *cols;			/* the staging columns, quoted: "a, b" */
 	char	   *xcols;			/* the same of alias x: "x.a, x.b" */
+	char	   *scols;			/* and of alias s */
 	char	   *img;			/* every column but the snapshot column */
 	char	   *marker;			/* "the row only marks its extract" */
 	char	   *gone_cols;		/* a delete marker's columns: x.key, NULL */
@@ -114,12 +115,14 @@ column_sql(Snapshots *ss)
 	TupleDesc	desc = RelationGetDescr(rel);
 	StringInfoData c,
 				xc,
+				sc,
 				im,
 				mk,
 				gc;
 
 	initStringInfo(&c);
 	initStringInfo(&xc);
+	initStringInfo(&sc);
 	initStringInfo(&im);
 	initStringInfo(&mk);
 	initStringInfo(&gc);
@@ -136,6 +139,7 @@ column_sql(Snapshots *ss)
 			key = key || strcmp(ss->cfg->keys[k].name, name) == 0;
 		appendStringInfo(&c, "%s%s", c.len ? ", " : "", q);
 		appendStringInfo(&xc, "%sx.%s", xc.len ? ", " : "", q);
+		appendStringInfo(&sc, "%ss.%s", sc.len ? ", " : "", q);
 		appendStringInfo(&gc, "%s%s", gc.len ? ", " : "", key ? psprintf("x.%s", q) : "NULL");
 		if (strcmp(name, ss->snap_col) == 0)
 			continue;
@@ -145,6 +149,7 @@ column_sql(Snapshots *ss)
 	relation_close(rel, NoLock);
 	ss->cols = c.data;
 	ss->xcols = xc.data;
+	ss->scols = sc.data;
 	ss->img = im.data;
 	ss->marker = mk.data;
 	ss->gone_cols = gc.data;
@@ -159,6 +164,43 @@ key_list(const Scd2Config *cfg, const char *alias)
 	initStringInfo(&b);
 	for (int i = 0; i < cfg->nkeys; i++)
 		appendStringInfo(&b, "%s%s%s", i ? ", " : "", alias, cfg->keys[i].ident);
+	return b.data;
+}
+
+/*
+ * "s.k = w.k AND ..." on the staging table's key columns, with the
+ * dimension key's equality (the staging column cast to its type when it
+ * is not of it, as the load compares them).
+ */
+static char *
+key_join(const Scd2Config *cfg)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	for (int i = 0; i < cfg->nkeys; i++)
+	{
+		const Scd2Column *k = &cfg->keys[i];
+		const char *eq = k->eqop_sql ? k->eqop_sql : "=";
+
+		if (k->stg_exact)
+			appendStringInfo(&b, "%ss.%s %s w.%s", i ? " AND " : "", k->ident, eq, k->ident);
+		else
+			appendStringInfo(&b, "%sCAST(s.%s AS %s) %s CAST(w.%s AS %s)", i ? " AND " : "",
+							 k->ident, k->type_sql, eq, k->ident, k->type_sql);
+	}
+	return b.data;
+}
+
+/* "s.k1 IS NULL OR ...": a row the load refuses for its NULL key. */
+static char *
+null_key(const Scd2Config *cfg)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	for (int i = 0; i < cfg->nkeys; i++)
+		appendStringInfo(&b, "%ss.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
 	return b.data;
 }
 
@@ -237,6 +279,9 @@ fill_extracts(Snapshots *ss)
 	Oid			argtypes[2] = {TIMESTAMPTZARRAYOID, INT4OID};
 	Datum		values[2];
 	StringInfoData sql;
+	char	   *skip;
+	char	   *mark;
+	char	   *bucket;
 
 	for (int i = 0; i < ss->n; i++)
 		at[i] = TimestampTzGetDatum(ss->at[i]);
@@ -245,28 +290,49 @@ fill_extracts(Snapshots *ss)
 	values[1] = Int32GetDatum(ss->n);
 
 	initStringInfo(&sql);
+	/*
+	 * Compared narrow -- a row is its key, its extract and the md5 of its
+	 * text -- so the sort by key and extract moves little; the rows to
+	 * load are then fetched from the staging table by key and extract.
+	 */
+	skip = X("COALESCE(w.`_n OPERATOR(pg_catalog.>) 1"
+			 " AND w.`_pn OPERATOR(pg_catalog.=) (w.`_n OPERATOR(pg_catalog.-) 1)"
+			 " AND w.`_ph OPERATOR(pg_catalog.=) w.`_h"
+			 " AND w.`_nn IS DISTINCT FROM w.`_n"
+			 " AND w.`_ppn IS DISTINCT FROM (w.`_n OPERATOR(pg_catalog.-) 1), false)");
+	mark = X("(w.`_nn IS DISTINCT FROM w.`_n AND w.`_n OPERATOR(pg_catalog.<) $2"
+			 " AND (w.`_nn IS NULL OR w.`_nn OPERATOR(pg_catalog.>) (w.`_n OPERATOR(pg_catalog.+) 1)))");
+	bucket = psprintf("pg_catalog.width_bucket(CAST(s.%s AS pg_catalog.timestamptz), $1)",
+					  quote_identifier(ss->snap_col));
+	initStringInfo(&sql);
 	appendStringInfo(&sql, X("INSERT INTO " EXTRACTS_TABLE " (%s, `_n, `_gone, `_real)"
-							 " WITH r AS (SELECT s.*, pg_catalog.width_bucket(CAST(s.%s AS pg_catalog.timestamptz), $1) AS `_n,"
-							 "                   CAST(ROW(%s) AS pg_catalog.text) AS `_img"
+							 " WITH h AS (SELECT %s, %s AS `_n,"
+							 "                   CAST(pg_catalog.md5(CAST(ROW(%s) AS pg_catalog.text)) AS pg_catalog.uuid) AS `_h"
 							 "              FROM %s s WHERE NOT (%s)),"
-							 " x AS MATERIALIZED (SELECT r.*, pg_catalog.lag(r.`_n) OVER o AS `_pn,"
-							 "                   pg_catalog.lag(r.`_n, 2) OVER o AS `_ppn,"
-							 "                   pg_catalog.lead(r.`_n) OVER o AS `_nn,"
-							 "                   pg_catalog.lag(r.`_img) OVER o AS `_pimg"
-							 "              FROM r WINDOW o AS (PARTITION BY %s ORDER BY r.`_n, r.`_img))"
-							 " SELECT %s, x.`_n, %s, true FROM x"
-							 "  WHERE NOT COALESCE(x.`_n OPERATOR(pg_catalog.>) 1"
-							 "             AND x.`_pn OPERATOR(pg_catalog.=) (x.`_n OPERATOR(pg_catalog.-) 1)"
-							 "             AND x.`_pimg OPERATOR(pg_catalog.=) x.`_img"
-							 "             AND x.`_nn IS DISTINCT FROM x.`_n"
-							 "             AND x.`_ppn IS DISTINCT FROM (x.`_n OPERATOR(pg_catalog.-) 1), false)"
+							 " x AS MATERIALIZED (SELECT w.*, NOT %s AS `_keep, %s AS `_mark"
+							 "              FROM (SELECT h.*, pg_catalog.lag(h.`_n) OVER o AS `_pn,"
+							 "                           pg_catalog.lag(h.`_n, 2) OVER o AS `_ppn,"
+							 "                           pg_catalog.lead(h.`_n) OVER o AS `_nn,"
+							 "                           pg_catalog.lag(h.`_h) OVER o AS `_ph"
+							 "                      FROM h WINDOW o AS (PARTITION BY %s ORDER BY h.`_n, h.`_h)) w"
+							 "             WHERE NOT %s OR %s),"
+							 " want AS (SELECT DISTINCT %s, x.`_n FROM x WHERE x.`_keep)"
+							 " SELECT %s, s.`_n, %s, true"
+							 "   FROM (SELECT s.*, %s AS `_n FROM %s s WHERE NOT (%s)) s"
+							 "   JOIN want w ON %s AND s.`_n OPERATOR(pg_catalog.=) w.`_n"
 							 " UNION ALL"
-							 " SELECT %s, x.`_n OPERATOR(pg_catalog.+) 1, true, false FROM x"
-							 "  WHERE x.`_nn IS DISTINCT FROM x.`_n AND x.`_n OPERATOR(pg_catalog.<) $2"
-							 "    AND (x.`_nn IS NULL OR x.`_nn OPERATOR(pg_catalog.>) (x.`_n OPERATOR(pg_catalog.+) 1))"),
-					 ss->cols, quote_identifier(ss->snap_col), ss->img, cfg->stg_sql, ss->marker,
-					 key_list(cfg, "r."), ss->xcols,
-					 cfg->del_col ? psprintf("x.%s", cfg->del_col) : "false", ss->gone_cols);
+							 " SELECT %s, %s, %s, true FROM %s s WHERE NOT (%s) AND (%s)"
+							 " UNION ALL"
+							 " SELECT %s, x.`_n OPERATOR(pg_catalog.+) 1, true, false FROM x WHERE x.`_mark"),
+					 ss->cols,
+					 key_list(cfg, "s."), bucket, ss->img, cfg->stg_sql, ss->marker,
+					 skip, mark, key_list(cfg, "h."), skip, mark,
+					 key_list(cfg, "x."),
+					 ss->scols, cfg->del_col ? psprintf("s.%s", cfg->del_col) : "false",
+					 bucket, cfg->stg_sql, ss->marker, key_join(cfg),
+					 ss->scols, bucket, cfg->del_col ? psprintf("s.%s", cfg->del_col) : "false",
+					 cfg->stg_sql, ss->marker, null_key(cfg),
+					 ss->gone_cols);
 	scd2_spi_exec_snap(sql.data, 2, argtypes, values, NULL, InvalidSnapshot, SPI_OK_INSERT,
 					   "comparing the extracts");
 	scd2_spi_exec("ANALYZE " EXTRACTS_TABLE, SPI_OK_UTILITY, "analyzing the extracts");
@@ -289,6 +355,7 @@ prepare_extracts(Snapshots *ss)
 
 	scd2_owner_context_enter(&oc, scd2_relation_owner(ss->dim_oid));
 	scd2_check_privileges(ss->stg_oid, ss->dim_oid, false, oc.owner, true);
+	scd2_set_local("jit", "off");	/* as a load: it saves nothing here */
 	scd2_spi_exec(psprintf("CREATE TEMP TABLE " EXTRACTS_TABLE " (LIKE %s) ON COMMIT DROP", cfg->stg_sql),
 				  SPI_OK_UTILITY, "creating the extracts");
 	scd2_spi_exec(X("ALTER TABLE " EXTRACTS_TABLE " ADD COLUMN `_n pg_catalog.int4,"
