@@ -2,11 +2,11 @@
 -- rewind, apply_snapshots, dimension_at as known at); the other
 -- history_* files run after this one.
 SET client_min_messages = warning;
-CREATE SCHEMA hist;
+CREATE SCHEMA histops;
 
 -- A checksum of every column of every row (columns named in drop left
 -- out), and the row count.
-CREATE FUNCTION hist.checksum(rel regclass, drop text[] DEFAULT '{}')
+CREATE FUNCTION histops.checksum(rel regclass, drop text[] DEFAULT '{}')
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     r text;
@@ -18,18 +18,18 @@ END $$;
 
 -- Everything a load, a revert or a rewind could write: the dimension,
 -- the audit log, the change log and its runs.
-CREATE FUNCTION hist.state(rel regclass)
+CREATE FUNCTION histops.state(rel regclass)
 RETURNS text LANGUAGE sql AS $$
-    SELECT hist.checksum(rel) || ' audit ' || hist.checksum('scd2.audit_log', ARRAY['finished_at', 'duration'])
-           || ' runs ' || hist.checksum('scd2.change_log_runs')
-           || ' log ' || hist.checksum('scd2.change_log')
+    SELECT histops.checksum(rel) || ' audit ' || histops.checksum('scd2.audit_log', ARRAY['finished_at', 'duration'])
+           || ' runs ' || histops.checksum('scd2.change_log_runs')
+           || ' log ' || histops.checksum('scd2.change_log')
 $$;
 
 -- Run a statement; 'ok', or its error (SQLSTATE, message, detail, hint)
 -- with run ids masked (they depend on the tests run before).  The error
--- is caught in a subtransaction: hist.state before and after shows that
+-- is caught in a subtransaction: histops.state before and after shows that
 -- a refused statement wrote nothing before it failed either.
-CREATE FUNCTION hist.try(q text)
+CREATE FUNCTION histops.try(q text)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     m text; d text; h text; c text;

@@ -5,16 +5,16 @@
 SET client_min_messages = warning;
 \set SHOW_CONTEXT never
 SET TimeZone = 'UTC';
-SET search_path = hist, public;
+SET search_path = histops, public;
 
 CREATE TABLE gdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v text,
                    valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
 CREATE TABLE gstg (id int, v text, gone boolean DEFAULT false);
 
 -- The range is checked.
-SELECT hist.try($$SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => 1.5)$$);
-SELECT hist.try($$SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => -0.1)$$);
-SELECT hist.try($$SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => 'NaN')$$);
+SELECT histops.try($$SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => 1.5)$$);
+SELECT histops.try($$SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => -0.1)$$);
+SELECT histops.try($$SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => 'NaN')$$);
 SELECT scd2.register('gdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => 0.2);
 SELECT max_close_fraction FROM scd2.dimensions WHERE dimension = 'gdim'::regclass;
 
@@ -31,19 +31,19 @@ SELECT status, deleted FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 -- counts, and nothing written, by merge and by apply (in a transaction
 -- block); a dry run writes nothing and is not refused.
 DELETE FROM gstg WHERE id > 3;
-SELECT hist.state('gdim') AS before \gset
-SELECT hist.try($$SELECT count(*) FROM scd2.merge('gstg', 'gdim', '2024-03-01')$$);
-SELECT hist.try($$CALL scd2.apply('gstg', 'gdim', '2024-03-01')$$);
-SELECT hist.state('gdim') = :'before' AS nothing_written;
+SELECT histops.state('gdim') AS before \gset
+SELECT histops.try($$SELECT count(*) FROM scd2.merge('gstg', 'gdim', '2024-03-01')$$);
+SELECT histops.try($$CALL scd2.apply('gstg', 'gdim', '2024-03-01')$$);
+SELECT histops.state('gdim') = :'before' AS nothing_written;
 SELECT action, count(*) FROM scd2.merge('gstg', 'gdim', '2024-03-01', dry_run => true) GROUP BY 1;
 -- A change in the same batch does not count: only keys left without a current version.
 UPDATE gstg SET v = 'b' WHERE id = 1;
-SELECT hist.try($$SELECT count(*) FROM scd2.merge('gstg', 'gdim', '2024-03-01')$$);
+SELECT histops.try($$SELECT count(*) FROM scd2.merge('gstg', 'gdim', '2024-03-01')$$);
 
 -- At top level a refused CALL leaves its error row, as every failed CALL does.
 CALL scd2.apply('gstg', 'gdim', '2024-03-01');
 SELECT status, regexp_replace(message, 'run [0-9]+', 'run N') FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
-SELECT hist.checksum('gdim') = split_part(:'before', ' audit ', 1) AS dimension_unchanged;
+SELECT histops.checksum('gdim') = split_part(:'before', ' audit ', 1) AS dimension_unchanged;
 
 -- The override, for one transaction.
 BEGIN;
@@ -57,7 +57,7 @@ SHOW scd2.allow_large_close;
 -- Delete markers count too (incremental mode), and limit 0 refuses any close.
 SELECT scd2.register('gdim', ARRAY['id'], delete_column => 'gone', max_close_fraction => 0);
 UPDATE gstg SET gone = true WHERE id = 3;
-SELECT hist.try($$CALL scd2.apply('gstg', 'gdim', '2024-04-01')$$);
+SELECT histops.try($$CALL scd2.apply('gstg', 'gdim', '2024-04-01')$$);
 -- Registering again without it removes the limit.
 SELECT scd2.register('gdim', ARRAY['id'], delete_column => 'gone');
 SELECT max_close_fraction FROM scd2.dimensions WHERE dimension = 'gdim'::regclass;
@@ -73,7 +73,7 @@ SELECT scd2.register('fdim', ARRAY['id'], mode => 'snapshot', max_close_fraction
 INSERT INTO fstg SELECT generate_series(1, 10);
 CALL scd2.apply('fstg', 'fdim', '2024-01-01') \gset
 DELETE FROM fstg WHERE id > 2;
-SELECT hist.try($$CALL scd2.apply('fstg', 'fdim', '2024-02-01')$$);
+SELECT histops.try($$CALL scd2.apply('fstg', 'fdim', '2024-02-01')$$);
 INSERT INTO fstg VALUES (3);
 CALL scd2.apply('fstg', 'fdim', '2024-02-01') \gset
 SELECT status, deleted FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;

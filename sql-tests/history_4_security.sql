@@ -14,7 +14,7 @@ CREATE ROLE regress_scd2h_loader;
 CREATE ROLE regress_scd2h_nobody;
 CREATE SCHEMA hsec AUTHORIZATION regress_scd2h_owner;
 GRANT USAGE ON SCHEMA hsec TO PUBLIC;
-GRANT USAGE, CREATE ON SCHEMA hist TO PUBLIC;
+GRANT USAGE, CREATE ON SCHEMA histops TO PUBLIC;
 CREATE TABLE hsec.secret (v text);
 INSERT INTO hsec.secret VALUES ('secret');
 GRANT SELECT ON hsec.secret TO regress_scd2h_loader;
@@ -68,7 +68,7 @@ SELECT id, v, valid_to IS NULL AS current FROM hsec.dim ORDER BY id, valid_from;
 
 -- What the others may not do, they may not do through these either; and
 -- they are refused as revert and apply refuse them, writing nothing.
-CREATE FUNCTION hist.refusal(q text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION histops.refusal(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE q;
     RETURN 'ok';
@@ -77,38 +77,38 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 -- What a statement does, rolled back: the dimension it leaves (surrogate
 -- keys aside), or its error.
-CREATE FUNCTION hist.outcome(q text, dim regclass) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION histops.outcome(q text, dim regclass) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     m text;
 BEGIN
     EXECUTE q;
-    RAISE EXCEPTION USING ERRCODE = 'SC2OK', MESSAGE = hist.checksum(dim, ARRAY['sk']);
+    RAISE EXCEPTION USING ERRCODE = 'SC2OK', MESSAGE = histops.checksum(dim, ARRAY['sk']);
 EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
-GRANT EXECUTE ON FUNCTION hist.outcome(text, regclass) TO PUBLIC;
-SELECT hist.state('hsec.dim') AS before \gset
+GRANT EXECUTE ON FUNCTION histops.outcome(text, regclass) TO PUBLIC;
+SELECT histops.state('hsec.dim') AS before \gset
 SET ROLE regress_scd2h_nobody;
-SELECT hist.refusal($$CALL scd2.apply('hsec.extracts', 'hsec.dim', '2024-01-03')$$) AS apply,
-       hist.refusal($$CALL scd2.apply_snapshots('hsec.extracts', 'hsec.dim', 'day')$$) AS apply_snapshots;
-SELECT hist.refusal(format('SELECT scd2.revert(%s)', min(run_id))) AS revert,
-       hist.refusal(format('SELECT scd2.rewind(%L, %s::bigint)', 'hsec.dim', min(run_id))) AS rewind
+SELECT histops.refusal($$CALL scd2.apply('hsec.extracts', 'hsec.dim', '2024-01-03')$$) AS apply,
+       histops.refusal($$CALL scd2.apply_snapshots('hsec.extracts', 'hsec.dim', 'day')$$) AS apply_snapshots;
+SELECT histops.refusal(format('SELECT scd2.revert(%s)', min(run_id))) AS revert,
+       histops.refusal(format('SELECT scd2.rewind(%L, %s::bigint)', 'hsec.dim', min(run_id))) AS rewind
   FROM scd2.change_log_runs WHERE dimension = 'hsec.dim'::regclass;
 RESET ROLE;
 -- without DELETE: no revert, no rewind; a load needs none
 REVOKE DELETE ON hsec.dim FROM regress_scd2h_loader;
 SET ROLE regress_scd2h_loader;
-SELECT hist.refusal(format('SELECT scd2.revert(%s)', min(run_id))) AS revert,
-       hist.refusal(format('SELECT scd2.rewind(%L, %s::bigint)', 'hsec.dim', min(run_id))) AS rewind
+SELECT histops.refusal(format('SELECT scd2.revert(%s)', min(run_id))) AS revert,
+       histops.refusal(format('SELECT scd2.rewind(%L, %s::bigint)', 'hsec.dim', min(run_id))) AS rewind
   FROM scd2.change_log_runs WHERE dimension = 'hsec.dim'::regclass;
 RESET ROLE;
-SELECT hist.state('hsec.dim') = :'before' AS nothing_written;
+SELECT histops.state('hsec.dim') = :'before' AS nothing_written;
 -- a staging table the owner may not read: the load reads it as the owner
 SET ROLE regress_scd2h_loader;
-CREATE TABLE hist.loader_extracts AS SELECT * FROM hsec.extracts;
-UPDATE hist.loader_extracts SET day = day + 10;
-SELECT hist.refusal($$CALL scd2.apply('hist.loader_extracts', 'hsec.dim', '2024-01-13')$$) AS apply,
-       hist.refusal($$CALL scd2.apply_snapshots('hist.loader_extracts', 'hsec.dim', 'day')$$) AS apply_snapshots;
+CREATE TABLE histops.loader_extracts AS SELECT * FROM hsec.extracts;
+UPDATE histops.loader_extracts SET day = day + 10;
+SELECT histops.refusal($$CALL scd2.apply('histops.loader_extracts', 'hsec.dim', '2024-01-13')$$) AS apply,
+       histops.refusal($$CALL scd2.apply_snapshots('histops.loader_extracts', 'hsec.dim', 'day')$$) AS apply_snapshots;
 -- a staging table with row security the loader is subject to: refused alike
 RESET ROLE;
 ALTER TABLE hsec.extracts ENABLE ROW LEVEL SECURITY;
@@ -116,16 +116,16 @@ CREATE POLICY only_1 ON hsec.extracts FOR SELECT TO regress_scd2h_loader USING (
 DELETE FROM hsec.extracts WHERE day = '2024-01-01';
 UPDATE hsec.extracts SET day = '2024-01-22';
 SET ROLE regress_scd2h_loader;
-SELECT hist.outcome($$CALL scd2.apply('hsec.extracts', 'hsec.dim', '2024-01-22')$$, 'hsec.dim')
-       = hist.outcome($$CALL scd2.apply_snapshots('hsec.extracts', 'hsec.dim', 'day')$$, 'hsec.dim') AS same_outcome;
+SELECT histops.outcome($$CALL scd2.apply('hsec.extracts', 'hsec.dim', '2024-01-22')$$, 'hsec.dim')
+       = histops.outcome($$CALL scd2.apply_snapshots('hsec.extracts', 'hsec.dim', 'day')$$, 'hsec.dim') AS same_outcome;
 RESET ROLE;
-SELECT hist.state('hsec.dim') = :'before' AS nothing_written;
+SELECT histops.state('hsec.dim') = :'before' AS nothing_written;
 
 DROP SCHEMA hsec CASCADE;
-DROP TABLE hist.loader_extracts;
-DROP FUNCTION hist.refusal(text);
-DROP FUNCTION hist.outcome(text, regclass);
-REVOKE ALL ON SCHEMA hist FROM PUBLIC;
+DROP TABLE histops.loader_extracts;
+DROP FUNCTION histops.refusal(text);
+DROP FUNCTION histops.outcome(text, regclass);
+REVOKE ALL ON SCHEMA histops FROM PUBLIC;
 DELETE FROM scd2.change_log WHERE run_id IN (SELECT run_id FROM scd2.audit_log WHERE dimension = 'hsec.dim');
 DELETE FROM scd2.change_log_runs WHERE run_id IN (SELECT run_id FROM scd2.audit_log WHERE dimension = 'hsec.dim');
 DELETE FROM scd2.audit_log WHERE dimension = 'hsec.dim';

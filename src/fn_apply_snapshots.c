@@ -6,8 +6,9 @@
  *
  * The result is that of loading the extracts one by one (rows, validity,
  * metrics, one audit row and one revertible run per extract); what makes
- * it faster is that the extracts are compared with each other first, in
- * one pass (prepare_extracts):
+ * each load small is that the extracts are compared with each other first,
+ * in one pass (prepare_extracts; a row reduced to its key, its extract and
+ * the md5 of its text):
  *   - the first extract is loaded whole, in snapshot mode;
  *   - a later one is loaded as its changes since the extract before: a
  *     key's row is left out when the key has exactly that one row, the
