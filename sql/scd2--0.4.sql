@@ -137,7 +137,8 @@ CREATE FUNCTION scd2.register(
         current_valid_to     text    DEFAULT 'null',
         create_indexes       boolean DEFAULT true,
         no_overlap           boolean DEFAULT false,
-        detect               text    DEFAULT 'values')
+        detect               text    DEFAULT 'values',
+        max_close_fraction   real    DEFAULT NULL)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -420,15 +421,22 @@ BEGIN
         (SELECT d.no_overlap_constraint FROM scd2.dimensions d
           WHERE d.dimension OPERATOR(pg_catalog.=) register.dimension));
 
+    IF max_close_fraction IS NOT NULL AND NOT (max_close_fraction >= 0 AND max_close_fraction <= 1) THEN
+        RAISE EXCEPTION 'invalid max_close_fraction %', max_close_fraction
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'It is the largest fraction of the current keys one load may close or delete.',
+                  HINT = 'Use a fraction from 0 to 1 (0.2: a load may close at most 20% of the current keys), or NULL for no limit.';
+    END IF;
     PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
                                  effective_column, delete_column, mode, staging,
                                  valid_from_column, valid_to_column, v_is_current, v_sk,
                                  v_current_vt);
     PERFORM scd2._registry_store_more(dimension, v_created, v_no_overlap, detect);
+    PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
 
 ------------------------------------------------------------------------------
@@ -951,3 +959,133 @@ CREATE POLICY audit_log_readable ON scd2.audit_log FOR SELECT TO PUBLIC
 ALTER TABLE scd2.change_log_runs ADD COLUMN dimension_dropped_at timestamptz;
 COMMENT ON COLUMN scd2.change_log_runs.dimension_dropped_at IS
     'when the dimension was dropped; scd2.revert and scd2.changes refuse the run';
+-- Issue 27: the partial-extract guard (register's max_close_fraction).
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions ADD COLUMN max_close_fraction real
+    CONSTRAINT dimensions_max_close_fraction_check
+    CHECK (max_close_fraction >= 0 AND max_close_fraction <= 1);
+COMMENT ON COLUMN scd2.dimensions.max_close_fraction IS
+    'the largest fraction of the current keys one load may close or delete (NULL: no limit; scd2.allow_large_close lets one load through)';
+
+CREATE FUNCTION scd2._registry_store_guard(dimension regclass, max_close_fraction real)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_guard'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_guard(regclass, real) IS
+    'internal: records the max_close_fraction of a registration (the caller must own the dimension)';
+
+------------------------------------------------------------------------------
+-- Issue 27: rewind -- every successful load after a run or a time undone,
+-- newest first, each as scd2.revert undoes it.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2.rewind(dimension regclass, to_run bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_rewind_to_run'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.rewind(regclass, bigint) IS
+    'undoes every successful load of a dimension after run to_run, newest first, each as scd2.revert would; returns the number of runs undone';
+
+CREATE FUNCTION scd2.rewind(dimension regclass, to_time timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_rewind_to_time'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.rewind(regclass, timestamptz) IS
+    'undoes every successful load of a dimension that finished after to_time, newest first, each as scd2.revert would; returns the number of runs undone';
+
+------------------------------------------------------------------------------
+-- Issue 27: apply_snapshots -- many full extracts in one staging table, one
+-- snapshot-mode load per extract, ascending, in one call.
+------------------------------------------------------------------------------
+CREATE PROCEDURE scd2.apply_snapshots(staging regclass, dimension regclass, snapshot_column name)
+AS 'MODULE_PATHNAME', 'scd2_apply_snapshots'
+LANGUAGE C;
+COMMENT ON PROCEDURE scd2.apply_snapshots(regclass, regclass, name) IS
+    'applies every extract of a staging table (its rows tagged with the extract''s time in snapshot_column) as one snapshot-mode load per extract, in ascending order, in one transaction';
+
+------------------------------------------------------------------------------
+-- Issue 27: the dimension as it was known at an instant, from the change log.
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2._known_at_undo(dimension regclass, known_at timestamptz)
+RETURNS TABLE (business_key jsonb, valid_from timestamptz, inserted boolean,
+               old_valid_to timestamptz, old_is_current boolean, old_type1 jsonb)
+AS 'MODULE_PATHNAME', 'scd2_known_at_undo'
+LANGUAGE C CALLED ON NULL INPUT STABLE;
+COMMENT ON FUNCTION scd2._known_at_undo(regclass, timestamptz) IS
+    'internal: what scd2.dimension_at(..., known_at) undoes: the rows the loads finished after known_at inserted, and the before-images of the rows they updated (needs SELECT on the dimension)';
+
+-- The text forms are the change log's (changelog.c, scd2_pin_text_forms),
+-- so its jsonb values read back as written.
+CREATE FUNCTION scd2.dimension_at(dimension anyelement, at timestamptz, known_at timestamptz)
+RETURNS SETOF anyelement
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET DateStyle = 'ISO, YMD'
+SET IntervalStyle = 'postgres'
+SET extra_float_digits = 1
+SET lc_monetary = 'C'
+AS $$
+DECLARE
+    v_rel    regclass;
+    v_reg    scd2.dimensions;
+    v_type   regtype;
+    v_cols   text := '';
+    v_key    text := '';
+    v_vt     text;
+    v_att    record;
+    v_decode text;
+BEGIN
+    SELECT t.typrelid INTO v_rel FROM pg_catalog.pg_type t
+     WHERE t.oid = pg_catalog.pg_typeof(dimension) AND t.typrelid <> 0;
+    IF v_rel IS NULL THEN
+        RAISE EXCEPTION 'scd2.dimension_at takes a row of a dimension table, not %', pg_catalog.pg_typeof(dimension)
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Pass a NULL of the dimension''s row type, e.g. scd2.dimension_at(NULL::dim_customer, ''2024-06-01'', ''2024-07-01'').';
+    END IF;
+    SELECT * INTO v_reg FROM scd2.dimensions d WHERE d.dimension = v_rel;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'table % is not a registered scd2 dimension', v_rel
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Register it first with scd2.register().';
+    END IF;
+    IF at IS NULL OR known_at IS NULL THEN
+        RAISE EXCEPTION 'at and known_at must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- issue 21: the registered shape holds (only built-in casts below)
+    PERFORM scd2._check_dimension_read(v_rel);
+    v_type := scd2._column_type(v_rel, v_reg.valid_from_column, 'valid_from_column');
+    -- a validity value of the change log (timestamptz; a date or timestamp as that instant in UTC)
+    v_decode := CASE v_type WHEN 'timestamptz'::regtype THEN '%s'
+                            WHEN 'timestamp'::regtype THEN 'pg_catalog.timezone(''UTC''::pg_catalog.text, %s)'
+                            ELSE 'CAST(pg_catalog.timezone(''UTC''::pg_catalog.text, %s) AS pg_catalog.date)' END;
+    v_vt := pg_catalog.format('CASE WHEN u.valid_from IS NULL THEN d.%I ELSE %s END',
+                              v_reg.valid_to_column, pg_catalog.format(v_decode, 'u.old_valid_to'));
+    -- every column as the later loads found it: valid_to, is_current and
+    -- the Type 1 columns from the earliest before-image
+    FOR v_att IN SELECT a.attname FROM pg_catalog.pg_attribute a
+                  WHERE a.attrelid = v_rel AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum LOOP
+        v_cols := v_cols || CASE WHEN v_cols = '' THEN '' ELSE ', ' END || CASE
+            WHEN v_att.attname = v_reg.valid_to_column THEN v_vt
+            WHEN v_att.attname = v_reg.is_current_column THEN
+                pg_catalog.format('CASE WHEN u.valid_from IS NULL THEN d.%1$I ELSE u.old_is_current END', v_att.attname)
+            WHEN v_att.attname = ANY (v_reg.type1) THEN
+                pg_catalog.format('CASE WHEN u.old_type1 OPERATOR(pg_catalog.?) %1$L'
+                                  ' THEN (pg_catalog.jsonb_populate_record(NULL::%2$s, u.old_type1)).%1$I ELSE d.%1$I END',
+                                  v_att.attname, v_rel)
+            ELSE pg_catalog.format('d.%I', v_att.attname) END;
+    END LOOP;
+    SELECT pg_catalog.string_agg(pg_catalog.format('%L, d.%I', k, k), ', ' ORDER BY o)
+      INTO v_key FROM pg_catalog.unnest(v_reg.business_key) WITH ORDINALITY AS x(k, o);
+    RETURN QUERY EXECUTE pg_catalog.format(
+        'SELECT %s FROM %s d LEFT JOIN scd2._known_at_undo(%L, $2) u'
+        '    ON pg_catalog.jsonb_build_object(%s) OPERATOR(pg_catalog.=) u.business_key'
+        '   AND d.%I OPERATOR(pg_catalog.=) %s'
+        ' WHERE NOT COALESCE(u.inserted, false)'
+        '   AND d.%I OPERATOR(pg_catalog.<=) CAST($1 AS %s)'
+        '   AND (%s IS NULL OR %s OPERATOR(pg_catalog.>) CAST($1 AS %s))',
+        v_cols, v_rel, v_rel, v_key, v_reg.valid_from_column, pg_catalog.format(v_decode, 'u.valid_from'),
+        v_reg.valid_from_column, v_type, v_vt, v_vt, v_type) USING at, known_at;
+END
+$$;
+COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz, timestamptz) IS
+    'the dimension valid at an instant as the loads finished by known_at had recorded it (later loads undone in the result, from the change log): SELECT * FROM scd2.dimension_at(NULL::dim, at, known_at)';

@@ -227,6 +227,7 @@ resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
 								   cfg->vt.type_sql);
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
 	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
+	cfg->max_close_fraction = reg->max_close_fraction;
 
 	return excluded;
 }

@@ -281,6 +281,42 @@ restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, co
 	return n;
 }
 
+/*
+ * Step 4 of one run, for scd2.revert and for each run scd2.rewind undoes
+ * (fn_rewind.c): the caller has checked the privileges, holds the lock,
+ * and has refused what cannot be reverted; the run is the newest
+ * successful load of its dimension.
+ */
+void
+scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *restored)
+{
+	RevertColumns cols;
+	Logged		lg;
+
+	*deleted = 0;
+	*restored = 0;
+	read_columns(run, dim_name, &cols);
+	scd2_revert_read_change_log(run->run_id, &lg);
+	if (lg.ninserted > 0)
+		*deleted = delete_inserted(run, dim_name, &cols, &lg);
+	if (lg.nupdated > 0)
+		*restored = restore_updated(run, dim_name, &cols, &lg);
+}
+
+/* A revert's privileges, for scd2.rewind. */
+void
+scd2_revert_check_privileges(Oid dim_oid, const char *dim_name)
+{
+	check_privileges(dim_oid, dim_name);
+}
+
+/* Mark an undone run as reverted by revert_id, for scd2.rewind. */
+void
+scd2_revert_mark_reverted(int64 run_id, int64 revert_id)
+{
+	mark_reverted(run_id, revert_id);
+}
+
 Datum
 scd2_revert(PG_FUNCTION_ARGS)
 {
@@ -289,8 +325,6 @@ scd2_revert(PG_FUNCTION_ARGS)
 	Run			run;
 	char	   *dim_name;
 	char	   *later;
-	RevertColumns cols;
-	Logged		lg;
 	int64		deleted = 0;
 	int64		restored = 0;
 	int64		revert_id;
@@ -336,12 +370,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 				 errhint("Revert the later runs first, newest first.")));
 
 	/* 4. */
-	read_columns(&run, dim_name, &cols);
-	scd2_revert_read_change_log(run_id, &lg);
-	if (lg.ninserted > 0)
-		deleted = delete_inserted(&run, dim_name, &cols, &lg);
-	if (lg.nupdated > 0)
-		restored = restore_updated(&run, dim_name, &cols, &lg);
+	scd2_revert_undo(&run, dim_name, &deleted, &restored);
 
 	/* 5. */
 	memset(&none, 0, sizeof(none));

@@ -15,7 +15,8 @@
  *   4. build the change set: the fast path for keys with one in-order row,
  *      the general timeline path for the rest (load_classify.c,
  *      load_timeline.c);
- *   5. count it, then write it with ONE MERGE whose processed count must
+ *   5. count it (and refuse a load that would close more current keys
+ *      than the registered max_close_fraction allows), then write it with ONE MERGE whose processed count must
  *      equal the classified writes (on Citus: closes + inserts, and the
  *      reads go to local images; load_citus.c);
  *   6. read the change feed back if the caller wants it.
@@ -26,6 +27,8 @@
  * The caller is connected to SPI.
  */
 #include "scd2.h"
+
+#include <math.h>
 
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -261,6 +264,62 @@ refuse_empty_snapshot(const Scd2Config *cfg)
 			 errhint("An empty extract is usually an upstream failure. If it really is empty, allow this load with SET LOCAL scd2.allow_empty_snapshot = on; nothing was loaded.")));
 }
 
+/*
+ * The partial-extract guard (register's max_close_fraction): a load that
+ * would end more current keys without a new version (its deleted count:
+ * snapshot absences, delete markers) than the registered fraction of the
+ * dimension's current keys is refused before it writes anything, unless
+ * scd2.allow_large_close is on.  The current keys are counted only when
+ * the load would close some.
+ */
+static void
+refuse_large_close(LoadState *st, const Scd2Metrics *m)
+{
+	const Scd2Config *cfg = st->cfg;
+	const char *dim = st->dim_table_sql ? st->dim_table_sql : cfg->dim_sql;
+	int64		current;
+
+	if (cfg->max_close_fraction < 0 || m->deleted == 0 || scd2_allow_large_close)
+		return;
+	scd2_load_exec(st, psprintf("SELECT pg_catalog.count(*) FROM %s d WHERE %s", dim,
+								scd2_current_pred(cfg, "d")),
+				   SPI_OK_SELECT, "counting the current keys");
+	current = scd2_spi_int8(0, 1);
+	if ((double) m->deleted <= cfg->max_close_fraction * (double) current)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("load of dimension %s would close %lld of %lld current keys, limit %g",
+					cfg->dim_name, (long long) m->deleted, (long long) current, cfg->max_close_fraction),
+			 errdetail("Staging table %s would end %.1f%% of the current keys without a new version (keys absent from a snapshot extract, delete markers); the registered max_close_fraction %g allows %lld. Nothing was loaded.",
+					   cfg->stg_name, 100.0 * (double) m->deleted / (double) current,
+					   cfg->max_close_fraction,
+					   (long long) floor(cfg->max_close_fraction * (double) current)),
+			 errhint("A partial extract is usually an upstream failure. If the closes are real, allow this load with SET LOCAL scd2.allow_large_close = on.")));
+}
+
+/*
+ * An extract of scd2.apply_snapshots instead of the staging table (the
+ * staging table's columns, privileges and checks still apply): in snapshot
+ * mode when it is whole, else as changes with delete markers; messages
+ * name the extract.  Its rows are read from its work table
+ * (use_extract_rows), once the Citus images, which are filled from the
+ * staging table, exist.
+ */
+static void
+use_extract(Scd2Config *cfg, const Scd2Extract *ext)
+{
+	cfg->stg_name = psprintf("%s (%s)", cfg->stg_name, ext->label);
+	cfg->snapshot = ext->full;
+	cfg->del_col = pstrdup(ext->gone_col);
+}
+
+static void
+use_extract_rows(Scd2Config *cfg, const Scd2Extract *ext)
+{
+	cfg->stg_sql = pstrdup(ext->rows_sql);
+}
+
 void
 scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 {
@@ -304,6 +363,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
 	res->dim_name = cfg->dim_name;
 	res->stg_name = cfg->stg_name;
+	if (req->extract)
+		use_extract(cfg, req->extract);
 
 	/* 2. One snapshot for every read, taken after the lock. */
 	memset(&st, 0, sizeof(st));
@@ -321,6 +382,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	scd2_owner_restrict(&oc);
 	if (citus)
 		scd2_citus_fill_images(&st);
+	if (req->extract)
+		use_extract_rows(cfg, req->extract);
 
 	/* 3. */
 	scd2_check_conversions(&st);
@@ -329,7 +392,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	if (cfg->infinity)
 		scd2_check_before_current_valid_to(&st);
 
-	if (cfg->snapshot && m->source_rows == 0 && !scd2_allow_empty_snapshot)
+	if ((req->extract ? req->extract->rows == 0 : cfg->snapshot && m->source_rows == 0) &&
+		!scd2_allow_empty_snapshot)
 		refuse_empty_snapshot(cfg);
 
 	/*
@@ -348,6 +412,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 		/* 5. Count, write, verify. */
 		total_changes = scd2_count_changes(&st, &cc, m);
+		if (!req->dry_run)
+			refuse_large_close(&st, m);
 
 		/*
 		 * the change log (changelog.c): before-images of what the MERGE

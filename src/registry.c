@@ -34,6 +34,7 @@ PG_FUNCTION_INFO_V1(scd2_registry_store);
 PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 PG_FUNCTION_INFO_V1(scd2_registry_store_more);
+PG_FUNCTION_INFO_V1(scd2_registry_store_guard);
 
 static void
 require_owner(Oid relid)
@@ -245,6 +246,39 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * After scd2.register stored a registration: the partial-extract guard
+ * (0.4), the largest fraction of the current keys one load may close or
+ * delete (NULL: no limit; register checked the range, the registry's
+ * CHECK too).
+ */
+Datum
+scd2_registry_store_guard(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, FLOAT4OID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET max_close_fraction = $2"
+										 " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  2, argtypes, values, nulls, false, SPI_OK_UPDATE,
+						  "storing the registration's max_close_fraction") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
 /* ---------- reads ---------- */
 
 /*
@@ -301,14 +335,16 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	/*
 	 * detect (0.3) is read through to_jsonb: a registry of an older
 	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
-	 * and loads with value detection.
+	 * and loads with value detection; max_close_fraction (0.4) likewise,
+	 * and such a registry has no limit.
 	 */
 	rc = SPI_execute_with_args(
 		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
 				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
 				 "       valid_from_column, valid_to_column, is_current_column,"
 				 "       surrogate_key_column, current_valid_to, %s,"
-				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values')"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values'),"
+				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8)"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 scd2_registry_shape_sql()),
 		1, argtypes, values, NULL, true, 1);
@@ -353,6 +389,8 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 		reg->has_shape = !n2 && !n3;
 	}
 	reg->detect = spi_text_or_null(tup, desc, 15);
+	d = SPI_getbinval(tup, desc, 16, &isnull);
+	reg->max_close_fraction = isnull ? -1.0 : DatumGetFloat8(d);
 	return reg;
 }
 

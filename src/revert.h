@@ -1,5 +1,6 @@
 /*
- * revert.h -- what the files of scd2.revert share (fn_revert.c, revert_run.c).
+ * revert.h -- what the files of scd2.revert share (fn_revert.c, revert_run.c),
+ * and scd2.rewind (fn_rewind.c), which undoes runs with revert's code.
  */
 #ifndef SCD2_REVERT_H
 #define SCD2_REVERT_H
@@ -49,5 +50,11 @@ extern void scd2_revert_require_change_log(const Run *run);
 extern void scd2_revert_require_revertible(const Run *run);
 extern char *scd2_revert_later_runs(const Run *run);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
+
+/* fn_revert.c: one run's undo, for scd2.rewind */
+extern void scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted,
+							 int64 *restored);
+extern void scd2_revert_check_privileges(Oid dim_oid, const char *dim_name);
+extern void scd2_revert_mark_reverted(int64 run_id, int64 revert_id);
 
 #endif							/* SCD2_REVERT_H */

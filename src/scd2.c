@@ -4,8 +4,8 @@
  * The variables are read where the setting takes effect: asof_on_missing
  * asof_bulk_threshold and asof_map_memory by the as-of lookup (asof.c,
  * asof_cache.c, asof_map.c),
- * change_log by the change log (changelog.c), allow_empty_snapshot by the
- * load driver (load.c), first_load_rebuild_indexes by the first load
+ * change_log by the change log (changelog.c), allow_empty_snapshot and
+ * allow_large_close by the load driver (load.c), first_load_rebuild_indexes by the first load
  * (load_first.c).  Their defaults are named in scd2.h.
  * scd2.load_memory is defined and read by load_memory.c.
  */
@@ -26,6 +26,7 @@ int			scd2_asof_map_memory = SCD2_ASOF_MAP_MEMORY_DEFAULT;
 bool		scd2_change_log = SCD2_CHANGE_LOG_DEFAULT;
 bool		scd2_allow_empty_snapshot = SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT;
 bool		scd2_first_load_rebuild_indexes = SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT;
+bool		scd2_allow_large_close = SCD2_ALLOW_LARGE_CLOSE_DEFAULT;
 
 static const struct config_enum_entry asof_on_missing_options[] = {
 	{"null", SCD2_ASOF_MISSING_NULL, false},
@@ -82,6 +83,21 @@ _PG_init(void)
 							 "an empty extract is more often an upstream failure, so it is refused unless this is on.",
 							 &scd2_allow_empty_snapshot,
 							 SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * A load that would close more than the registered max_close_fraction
+	 * of the current keys is refused unless this is on (SET LOCAL for the
+	 * one load that means it).
+	 */
+	DefineCustomBoolVariable("scd2.allow_large_close",
+							 "Allows a load to close more than its dimension's max_close_fraction of the current keys.",
+							 "A load that would close or delete more current keys than the registered fraction "
+							 "(usually a partial extract in snapshot mode) is refused unless this is on.",
+							 &scd2_allow_large_close,
+							 SCD2_ALLOW_LARGE_CLOSE_DEFAULT,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

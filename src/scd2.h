@@ -80,6 +80,7 @@ typedef struct Scd2Config
 	char	   *eff_type_name;	/* its type, and valid_from's, for messages */
 	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
+	double		max_close_fraction; /* the partial-extract guard; < 0: none */
 
 	char	   *px;				/* prefix of every internal column name of
 								 * the generated SQL: no column of the
@@ -120,6 +121,23 @@ typedef struct Scd2Metrics
 	int64		duplicates;
 } Scd2Metrics;
 
+/*
+ * One extract of scd2.apply_snapshots (fn_apply_snapshots.c), read from
+ * its work table instead of the staging table: the first in full
+ * (a snapshot-mode load), each later one as its changes since the extract
+ * before, with a delete marker for every key that extract had and this
+ * one lacks (an incremental load).
+ */
+typedef struct Scd2Extract
+{
+	const char *rows_sql;		/* a FROM item with the staging columns and
+								 * gone_col, replacing the staging table */
+	const char *gone_col;		/* its delete marker, quoted */
+	const char *label;			/* "extract <time>", for messages */
+	bool		full;			/* the whole extract, in snapshot mode */
+	int64		rows;			/* the extract's staging rows */
+} Scd2Extract;
+
 /* What a caller asks of one load. */
 typedef struct Scd2LoadRequest
 {
@@ -128,6 +146,7 @@ typedef struct Scd2LoadRequest
 	TimestampTz effective_at;
 	bool		dry_run;
 	bool		want_feed;		/* materialize the change feed */
+	const Scd2Extract *extract; /* scd2.apply_snapshots; NULL otherwise */
 } Scd2LoadRequest;
 
 /* What a load produced. */
@@ -156,6 +175,7 @@ typedef enum Scd2AsofOnMissing
 #define SCD2_CHANGE_LOG_DEFAULT				true
 #define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
 #define SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT	true
+#define SCD2_ALLOW_LARGE_CLOSE_DEFAULT		false
 
 extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
 extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
@@ -163,6 +183,7 @@ extern int	scd2_asof_map_memory;		/* scd2.asof_map_memory, kB */
 extern bool scd2_change_log;			/* scd2.change_log */
 extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
 extern bool scd2_first_load_rebuild_indexes;	/* scd2.first_load_rebuild_indexes */
+extern bool scd2_allow_large_close;	/* scd2.allow_large_close */
 
 /* registry.c */
 /* The registry row, as text. */
@@ -185,6 +206,7 @@ typedef struct Scd2Registration
 	Datum		shape_types;
 	Datum		shape_typmods;
 	char	   *detect;
+	double		max_close_fraction; /* < 0: no limit */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */

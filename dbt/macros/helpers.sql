@@ -69,6 +69,10 @@
     {{ exceptions.raise_compiler_error("scd2: config detect of " ~ model.name ~ " must be 'values' (a change is a change of a tracked column, dbt's check strategy) or 'timestamp' (a change is a later effective_column, dbt's timestamp strategy), not '" ~ detect ~ "'") }}
   {%- endif -%}
   {%- set current_valid_to = config.get('current_valid_to') -%}
+  {%- set max_close_fraction = config.get('max_close_fraction') -%}
+  {%- if max_close_fraction is not none and (max_close_fraction is not number or max_close_fraction < 0 or max_close_fraction > 1) -%}
+    {{ exceptions.raise_compiler_error("scd2: config max_close_fraction of " ~ model.name ~ " must be a number from 0 to 1 (the largest fraction of the current keys one run may close), not '" ~ max_close_fraction ~ "'") }}
+  {%- endif -%}
   {%- set on_schema_change = config.get('on_schema_change') or 'ignore' -%}
   {%- if on_schema_change not in ['ignore', 'append_new_columns', 'sync_all_columns', 'fail'] -%}
     {{ exceptions.raise_compiler_error("scd2: config on_schema_change of " ~ model.name ~ " must be 'ignore' (new columns of the model are not loaded), 'append_new_columns' or 'sync_all_columns' (they are added to the dimension; none is ever dropped) or 'fail', not '" ~ on_schema_change ~ "'") }}
@@ -81,6 +85,7 @@
       'delete_column': scd2.scd2__optional_name(config.get('delete_column')),
       'mode': mode,
       'detect': detect,
+      'max_close_fraction': max_close_fraction,
       'current_valid_to': 'null' if current_valid_to is none else (current_valid_to | string),
       'valid_from_column': config.get('valid_from_column', 'valid_from'),
       'valid_to_column': config.get('valid_to_column', 'valid_to'),
@@ -106,13 +111,16 @@
       current_valid_to => {{ scd2.scd2__literal(cfg.current_valid_to) }}
       {%- if cfg.detect != 'values' %},
       detect => {{ scd2.scd2__literal(cfg.detect) }}
+      {%- endif %}
+      {%- if cfg.max_close_fraction is not none %},
+      max_close_fraction => {{ cfg.max_close_fraction }}
       {%- endif %})
 {%- endmacro %}
 
 {#-
   How the registration of a dimension compares with a configuration:
   'missing' (not registered), 'same', 'options' (business key, tracked,
-  Type 1, effective/delete column, mode or detection differ: registering
+  Type 1, effective/delete column, mode, detection or max_close_fraction differ: registering
   again is safe) or 'bookkeeping' (bookkeeping column names or
   current_valid_to differ: the existing rows follow the old ones).
 -#}
@@ -140,6 +148,7 @@
           or d.delete_column is distinct from {{ scd2.scd2__name_or_null(cfg.delete_column) }}
           or d.mode is distinct from {{ scd2.scd2__literal(cfg.mode) }}
           or coalesce(pg_catalog.to_jsonb(d) ->> 'detect', 'values') is distinct from {{ scd2.scd2__literal(cfg.detect) }}
+          or (pg_catalog.to_jsonb(d) ->> 'max_close_fraction')::pg_catalog.float4 is distinct from {{ 'null' if cfg.max_close_fraction is none else cfg.max_close_fraction }}::pg_catalog.float4
           then 'options'
         else 'same' end
       from (select 1) one

@@ -386,6 +386,22 @@ before_a=$(accounts)
 expect_dbt "dbt run --empty" run --empty -s dim_account
 expect "loads nothing" "$before_a success SCD2 0" "$(accounts) $(rows_affected dim_account)"
 
+# ---------------------------------------------------------------- a partial extract
+# dim_account's config max_close_fraction=0.5: an extract that drops all
+# accounts but ann's fails the run with the counts and writes nothing.
+expect "max_close_fraction is registered from the config" "0.5" \
+    "$(q $DB "SELECT max_close_fraction FROM scd2.dimensions WHERE dimension = 'analytics.dim_account'::regclass")"
+q $DB "CREATE TABLE crm.accounts_saved AS SELECT * FROM crm.accounts; DELETE FROM crm.accounts WHERE owner <> 'ann'" >/dev/null
+if dbt run -s dim_account; then
+    not_ok "a partial extract fails the run (max_close_fraction)"
+elif grep -q "would close [0-9]* of [0-9]* current keys, limit 0.5" "$work/out"; then
+    ok "a partial extract fails the run with the counts (max_close_fraction)"
+else
+    not_ok "a partial extract fails the run with the counts (max_close_fraction)" "$(dbt_out)"
+fi
+expect "and writes nothing" "$before_a" "$(accounts)"
+q $DB "DELETE FROM crm.accounts; INSERT INTO crm.accounts SELECT * FROM crm.accounts_saved; DROP TABLE crm.accounts_saved" >/dev/null
+
 # ---------------------------------------------------------------- a bad batch
 q $DB "INSERT INTO crm.accounts VALUES (NULL, 3, 'eve', 'pro')" >/dev/null
 before_runs=$(runs dim_account)

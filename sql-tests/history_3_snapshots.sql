@@ -1,0 +1,123 @@
+-- CALL scd2.apply_snapshots (issue 27): many full extracts in one staging
+-- table, one snapshot-mode load per extract in ascending order, in one
+-- call.  It must equal loading the extracts one by one: the rows, their
+-- validity, and each extract's audit metrics.
+SET client_min_messages = warning;
+\set SHOW_CONTEXT never
+SET TimeZone = 'UTC';
+SET search_path = histops, public;
+
+-- A random series of extracts (keys disappear and come back, values and a
+-- Type 1 column change, exact duplicates, one empty extract), applied to
+-- dimension a by apply_snapshots and to b one by one with scd2.apply;
+-- both start from the same first load.  Surrogate keys aside, every
+-- column of every row must be equal, and the metrics of every extract.
+CREATE FUNCTION histops.snapshots_match(seed float8, days int, nkeys int, OUT rows_equal boolean,
+                                     OUT metrics_equal boolean, OUT extracts bigint, OUT versions bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    d date;
+    run bigint;
+    first_run bigint;
+BEGIN
+    PERFORM setseed(seed);
+    DROP TABLE IF EXISTS histops.sa, histops.sb, histops.snaps, histops.stg1;
+    CREATE TABLE histops.sa (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v text, w int,
+                          valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
+    CREATE TABLE histops.sb (LIKE histops.sa INCLUDING ALL);
+    PERFORM scd2.register('histops.sa', ARRAY['id'], type1 => ARRAY['w'], mode => 'snapshot');
+    PERFORM scd2.register('histops.sb', ARRAY['id'], type1 => ARRAY['w'], mode => 'snapshot');
+    CREATE TABLE histops.stg1 (id int, v text, w int);
+    CREATE TABLE histops.snaps (snap date, id int, v text, w int);
+    -- the state both start from
+    INSERT INTO histops.stg1 SELECT g, 'a', 0 FROM generate_series(1, nkeys) g WHERE random() < 0.7;
+    CALL scd2.apply('histops.stg1', 'histops.sa', '2023-12-31', run);
+    CALL scd2.apply('histops.stg1', 'histops.sb', '2023-12-31', run);
+    -- the extracts: each key present with probability 0.8, its value one of three
+    FOR i IN 1 .. days LOOP
+        d := date '2024-01-01' + i;
+        IF i = days / 2 THEN
+            INSERT INTO histops.snaps VALUES (d, NULL, NULL, NULL);   -- an empty extract
+        ELSE
+            INSERT INTO histops.snaps
+            SELECT d, g, (ARRAY['a', 'b', 'c'])[1 + (random() * 2.2)::int], (random() * 1.4)::int
+              FROM generate_series(1, nkeys) g WHERE random() < 0.8;
+            INSERT INTO histops.snaps SELECT * FROM histops.snaps WHERE snap = d AND random() < 0.05;  -- duplicates
+        END IF;
+    END LOOP;
+    PERFORM set_config('scd2.allow_empty_snapshot', 'on', true);
+    SELECT max(run_id) INTO first_run FROM scd2.audit_log;
+    CALL scd2.apply_snapshots('histops.snaps', 'histops.sa', 'snap');
+    FOR d IN SELECT DISTINCT snap FROM histops.snaps ORDER BY 1 LOOP
+        TRUNCATE histops.stg1;
+        INSERT INTO histops.stg1 SELECT id, v, w FROM histops.snaps WHERE snap = d AND id IS NOT NULL;
+        CALL scd2.apply('histops.stg1', 'histops.sb', d, run);
+    END LOOP;
+    PERFORM set_config('scd2.allow_empty_snapshot', 'off', true);
+    rows_equal := histops.checksum('histops.sa', ARRAY['sk']) = histops.checksum('histops.sb', ARRAY['sk']);
+    SELECT bool_and(a IS NOT DISTINCT FROM b), count(*) INTO metrics_equal, extracts
+      FROM (SELECT row_number() OVER (ORDER BY run_id) AS n,
+                   ROW(status, effective_at, source_rows, inserted, new_versions, closed, deleted, shortened,
+                       type1_updated, unchanged, duplicates) AS a
+              FROM scd2.audit_log WHERE dimension = 'histops.sa' AND run_id > first_run) x
+      FULL JOIN (SELECT row_number() OVER (ORDER BY run_id) AS n,
+                   ROW(status, effective_at, source_rows, inserted, new_versions, closed, deleted, shortened,
+                       type1_updated, unchanged, duplicates) AS b
+              FROM scd2.audit_log WHERE dimension = 'histops.sb' AND run_id > first_run) y USING (n);
+    SELECT count(*) INTO versions FROM histops.sa;
+    IF scd2_test.invariants('histops.sa') <> 'ok' THEN
+        RAISE EXCEPTION 'invariants: %', scd2_test.invariants('histops.sa');
+    END IF;
+END $$;
+
+SELECT seed, (histops.snapshots_match(seed, 10, 30)).* FROM unnest(ARRAY[0.1, 0.2]) seed;
+SELECT (histops.snapshots_match(0.5, 12, 100)).*;
+
+-- What apply_snapshots wrote is ordinary history: one revertible run per
+-- extract; rewinding to the first load undoes them all.
+SELECT a.status, count(*), min(a.message) AS message
+  FROM scd2.audit_log a JOIN scd2.change_log_runs r USING (run_id)
+ WHERE r.dimension = 'histops.sa'::regclass GROUP BY 1 ORDER BY 1;
+SELECT scd2.rewind('histops.sa', (SELECT min(run_id) FROM scd2.change_log_runs WHERE dimension = 'histops.sa'::regclass))
+       = (SELECT count(DISTINCT snap) FROM histops.snaps) AS all_undone;
+SELECT count(*) AS versions_left FROM histops.sa;
+
+-- The small example of the docs.
+CREATE TABLE dim_item (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, price int,
+                       valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
+SELECT scd2.register('dim_item', ARRAY['id'], mode => 'snapshot');
+CREATE TABLE item_extracts (extracted_on date, id int, price int);
+INSERT INTO item_extracts VALUES
+    ('2024-01-01', 1, 10), ('2024-01-01', 2, 20), ('2024-01-01', 3, 30),
+    ('2024-01-02', 1, 10), ('2024-01-02', 2, 25),                         -- 2 changes, 3 is gone
+    ('2024-01-03', 1, 10), ('2024-01-03', 2, 25), ('2024-01-03', 3, 30);  -- 3 is back
+CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'extracted_on');
+SELECT id, price, valid_from, valid_to, is_current FROM dim_item ORDER BY id, valid_from;
+SELECT effective_at, source_rows, inserted, new_versions, closed, deleted, unchanged, message
+  FROM scd2.audit_log WHERE dimension = 'histops.dim_item' ORDER BY run_id;
+
+-- Refusals, each writing nothing.
+SELECT histops.state('dim_item') AS before \gset
+-- an extract older than the last load, named
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'extracted_on')$$);
+-- the partial-extract guard, per extract
+INSERT INTO item_extracts SELECT '2024-01-05', id, price FROM item_extracts WHERE extracted_on = '2024-01-03';
+INSERT INTO item_extracts VALUES ('2024-01-06', 1, 10);
+DELETE FROM item_extracts WHERE extracted_on < '2024-01-05';
+SELECT scd2.register('dim_item', ARRAY['id'], mode => 'snapshot', max_close_fraction => 0.5);
+SELECT histops.state('dim_item') AS before \gset
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'extracted_on')$$);
+-- an empty extract (a row with only its time), unless allowed
+UPDATE item_extracts SET id = NULL, price = NULL WHERE extracted_on = '2024-01-06';
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'extracted_on')$$);
+SELECT histops.state('dim_item') = :'before' AS nothing_written;
+-- bad arguments
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'nope')$$);
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'price')$$);
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'id')$$);
+INSERT INTO item_extracts VALUES (NULL, 1, 1);
+SELECT histops.try($$CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'extracted_on')$$);
+SELECT histops.state('dim_item') = :'before' AS nothing_written;
+-- at top level a failed call leaves one error row
+CALL scd2.apply_snapshots('item_extracts', 'dim_item', 'extracted_on');
+SELECT status, message FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;

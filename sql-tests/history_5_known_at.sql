@@ -1,0 +1,118 @@
+-- scd2.dimension_at(NULL::dim, at, known_at) (issue 27): the dimension
+-- valid at `at` as the loads finished by known_at had recorded it,
+-- reconstructed from the change log.  It must equal the two-argument
+-- dimension_at taken right after the load that was newest at known_at,
+-- for every at; it is refused, naming the run, when a later run cannot be
+-- undone from its change log.
+SET client_min_messages = warning;
+\set SHOW_CONTEXT never
+SET TimeZone = 'UTC';
+SET search_path = histops, public;
+
+-- The dimension's rows after each run (and before the first), and when
+-- the run finished.
+CREATE TABLE histops.kn (run_id bigint, finished_at timestamptz, rows jsonb);
+CREATE PROCEDURE histops.kn_load(stg regclass, dim regclass, eff timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    run bigint;
+BEGIN
+    CALL scd2.apply(stg, dim, eff, run);
+    INSERT INTO histops.kn SELECT run, a.finished_at, (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM histops.kdim d)
+      FROM scd2.audit_log a WHERE a.run_id = run;
+END $$;
+-- A set of rows (jsonb) as a checksum.
+CREATE FUNCTION histops.rows_sum(r jsonb) RETURNS text LANGUAGE sql AS $$
+    SELECT count(*) || ':' || md5(coalesce(string_agg(e::text, ',' ORDER BY e::text), '')) FROM jsonb_array_elements(r) e
+$$;
+-- What the two-argument form returned right after a run, at an instant.
+CREATE FUNCTION histops.expected(r jsonb, at timestamptz) RETURNS text LANGUAGE sql AS $$
+    SELECT histops.rows_sum(coalesce(jsonb_agg(e), '[]')) FROM jsonb_array_elements(r) e
+     WHERE (e ->> 'valid_from')::timestamptz <= at
+       AND (e ->> 'valid_to' IS NULL OR (e ->> 'valid_to')::timestamptz > at)
+$$;
+
+-- A chain of every kind of load (as in history_2_rewind).
+CREATE TABLE kdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v text, note text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
+CREATE TABLE kstg (id int, v text, note text, eff timestamptz, del boolean DEFAULT false);
+SELECT scd2.register('kdim', ARRAY['id'], type1 => ARRAY['note'], effective_column => 'eff',
+                     delete_column => 'del');
+-- What the three-argument form returns.
+CREATE FUNCTION histops.known(at timestamptz, known_at timestamptz) RETURNS text LANGUAGE sql AS $$
+    SELECT histops.rows_sum(coalesce(jsonb_agg(to_jsonb(d)), '[]')) FROM scd2.dimension_at(NULL::histops.kdim, at, known_at) d
+$$;
+INSERT INTO histops.kn VALUES (0, now() - interval '1 hour', '[]');
+INSERT INTO kstg (id, v, note, eff) SELECT g, 'a', 'n', '2024-01-01' FROM generate_series(1, 6) g;
+CALL histops.kn_load('kstg', 'kdim', '2024-01-01');
+TRUNCATE kstg;
+INSERT INTO kstg (id, v, note, eff) VALUES (1, 'b', 'n', '2024-02-01'), (2, 'a', 'N', '2024-02-01'),
+                                           (7, 'a', 'n', '2024-02-01');
+CALL histops.kn_load('kstg', 'kdim', '2024-02-01');
+TRUNCATE kstg;
+INSERT INTO kstg (id, v, note, eff, del) VALUES (3, 'b', 'n', '2024-03-01', false), (3, 'c', 'n', '2024-03-15', false),
+                                                (4, NULL, NULL, '2024-03-01', true);
+CALL histops.kn_load('kstg', 'kdim', '2024-03-01');
+TRUNCATE kstg;
+INSERT INTO kstg (id, v, note, eff) VALUES (1, 'x', 'n', '2024-01-15'), (4, 'a', 'n', '2024-04-01'), (2, 'a', 'M', '2024-04-01');
+CALL histops.kn_load('kstg', 'kdim', '2024-04-01');
+-- a load reverted later (its run and its revert both after the earlier known_at's)
+TRUNCATE kstg;
+INSERT INTO kstg (id, v, note, eff) VALUES (5, 'bad', 'n', '2024-05-01');
+CALL scd2.apply('kstg', 'kdim', '2024-05-01') \gset
+SELECT max(run_id) AS bad_run FROM scd2.audit_log \gset
+SELECT finished_at AS bad_finished FROM scd2.audit_log WHERE run_id = :bad_run \gset
+SELECT scd2.revert(:bad_run) > 0 AS reverted;
+SELECT finished_at AS revert_finished FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1 \gset
+TRUNCATE kstg;
+INSERT INTO kstg (id, v, note, eff) VALUES (5, 'b', 'm', '2024-05-01'), (6, 'b', 'n', '2024-05-02');
+CALL histops.kn_load('kstg', 'kdim', '2024-05-02');
+SELECT scd2_test.invariants('kdim');
+
+-- Every instant that matters: each boundary of each version (and just
+-- before it), and random ones; every known_at: each run's end, just
+-- before it, and between runs.
+CREATE TEMP TABLE ats AS
+SELECT DISTINCT t AS at FROM (
+    SELECT valid_from AS t FROM kdim UNION SELECT valid_to FROM kdim WHERE valid_to IS NOT NULL
+    UNION SELECT valid_from - interval '1 microsecond' FROM kdim
+    UNION SELECT '2023-12-01'::timestamptz
+    UNION SELECT timestamptz '2024-01-01' + random() * interval '150 days' FROM generate_series(1, 12)) x;
+SELECT setseed(0.27);
+SELECT k.n AS after_run,
+       bool_and(histops.known(a.at, k.finished_at) = histops.expected(k.rows, a.at)) AS at_its_end,
+       bool_and(histops.known(a.at, k.finished_at + interval '1 microsecond') = histops.expected(k.rows, a.at)) AS just_after,
+       bool_and(k.n = 0 OR histops.known(a.at, k.finished_at - interval '1 microsecond') = histops.expected(k.rows_before, a.at)) AS just_before,
+       count(*) AS instants
+  FROM (SELECT *, row_number() OVER (ORDER BY run_id) - 1 AS n, lag(rows) OVER (ORDER BY run_id) AS rows_before FROM histops.kn) k,
+       ats a
+ GROUP BY k.n ORDER BY k.n;
+-- known_at now: the current dimension, as the two-argument form.
+SELECT bool_and(histops.known(a.at, now() + interval '1 day')
+                = (SELECT histops.rows_sum(coalesce(jsonb_agg(to_jsonb(d)), '[]')) FROM scd2.dimension_at(NULL::kdim, a.at) d))
+       AS now_equals_current FROM ats a;
+
+-- Refusals, naming the run.
+-- between the reverted load and its revert: that load's rows are gone
+SELECT regexp_replace(histops.try(format($$SELECT count(*) FROM scd2.dimension_at(NULL::kdim, '2024-06-01', %L)$$,
+                       :'bad_finished'::timestamptz + (:'revert_finished'::timestamptz - :'bad_finished'::timestamptz) / 2)),
+                      '[0-9]{4}-[0-9-]+ [0-9:.]+[+]00', 'T', 'g');
+-- a later load with scd2.change_log = off, a pruned one
+SELECT max(finished_at) AS last_finished FROM histops.kn \gset
+SET scd2.change_log = off;
+UPDATE kstg SET v = 'c', eff = '2024-06-01';
+CALL scd2.apply('kstg', 'kdim', '2024-06-01') \gset
+RESET scd2.change_log;
+SELECT regexp_replace(histops.try(format($$SELECT count(*) FROM scd2.dimension_at(NULL::kdim, '2024-06-01', %L)$$, :'last_finished')),
+                      '[0-9]{4}-[0-9-]+ [0-9:.]+[+]00', 'T', 'g');
+SELECT count(*) > 0 AS after_the_unlogged_run FROM scd2.dimension_at(NULL::kdim, '2024-06-01', now());
+CREATE TABLE pdim (id int NOT NULL, v text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE TABLE pstg (id int, v text);
+SELECT scd2.register('pdim', ARRAY['id']);
+INSERT INTO pstg VALUES (1, 'a');
+CALL scd2.apply('pstg', 'pdim', '2024-01-01') \gset
+SELECT scd2.prune_change_log('0', 'pdim');
+SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::pdim, '2024-06-01', '2000-01-01')$$);
+-- arguments
+SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::kdim, '2024-06-01', NULL)$$);
+SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::histops.kn, '2024-06-01', now())$$);

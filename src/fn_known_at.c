@@ -1,0 +1,152 @@
+/*
+ * fn_known_at.c -- scd2._known_at_undo(dimension, known_at): what
+ * scd2.dimension_at(NULL::dim, at, known_at) (sql/scd2--0.4.sql) must undo,
+ * in its result only, to show the dimension as the loads that finished up
+ * to known_at had recorded it: from the change log of every later
+ * successful load, one row per dimension row those loads wrote -- inserted
+ * by one of them (absent then), or else the before-image the earliest of
+ * them logged (valid_to, is_current, Type 1 columns as they were).
+ *
+ * Refused, naming the run, when a later load cannot be undone from its
+ * change log (loaded with scd2.change_log = off or before 0.3, or its
+ * change log pruned), or when a load that had finished by known_at was
+ * reverted since (the rows it inserted are gone).  A load finished after
+ * known_at and reverted since changed nothing that is still there.
+ *
+ * The caller needs SELECT on the dimension (the dimension itself is read
+ * by dimension_at with the caller's rights); the change log, which PUBLIC
+ * cannot read, is read as the extension owner.
+ */
+#include "scd2.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(scd2_known_at_undo);
+
+/* Why the dimension as known at known_at cannot be had. */
+static void
+refuse(const char *dim_name, TimestampTz known_at, int64 run_id, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("dimension %s as known at %s cannot be reconstructed: run %lld %s",
+					dim_name, timestamptz_to_str(known_at), (long long) run_id, why),
+			 errdetail("scd2.dimension_at(..., known_at) undoes, from the change log, every load of the dimension that finished after known_at."),
+			 errhint("Ask for a known_at after run %lld.", (long long) run_id)));
+}
+
+/*
+ * The successful loads to undo, ascending; a refusal for one that cannot
+ * be undone, or for a load finished by known_at and reverted since.
+ */
+static Datum
+runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
+{
+	Oid			argtypes[3] = {OIDOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		values[3] = {ObjectIdGetDatum(dim_oid), CStringGetTextDatum(dim_name),
+	TimestampTzGetDatum(known_at)};
+	Datum	   *ids;
+	int			n = 0;
+
+	scd2_exec_catalog(
+			"SELECT a.run_id, a.status, r.run_id IS NOT NULL, COALESCE(r.logged, false),"
+			"       r.pruned_at IS NOT NULL, a.finished_at OPERATOR(pg_catalog.>) $3"
+			"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
+			"  LEFT JOIN scd2.audit_log v ON v.run_id OPERATOR(pg_catalog.=) r.reverted_by"
+			" WHERE (r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
+			"        OR (r.run_id IS NULL AND a.dimension OPERATOR(pg_catalog.=) $2))"
+			"   AND ((a.status OPERATOR(pg_catalog.=) 'success' AND a.finished_at OPERATOR(pg_catalog.>) $3)"
+			"        OR (a.status OPERATOR(pg_catalog.=) 'reverted' AND v.finished_at OPERATOR(pg_catalog.>) $3))"
+			" ORDER BY a.run_id",
+			3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs of the dimension");
+	ids = palloc(sizeof(Datum) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		run_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		char	   *status = SPI_getvalue(tup, desc, 2);
+		bool		header = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+		bool		logged = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		bool		pruned = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+		bool		later = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+
+		if (strcmp(status, "reverted") == 0)
+		{
+			if (!later)
+				refuse(dim_name, known_at, run_id,
+					   "was reverted after it, and the rows it inserted are gone");
+			continue;			/* loaded and reverted since: nothing left */
+		}
+		if (!header)
+			refuse(dim_name, known_at, run_id, "has no change log (it was loaded before scd2 0.3)");
+		if (!logged)
+			refuse(dim_name, known_at, run_id, "has no change log (it was loaded with scd2.change_log = off)");
+		if (pruned)
+			refuse(dim_name, known_at, run_id, "has no change log any more (scd2.prune_change_log removed it)");
+		ids[n++] = Int64GetDatum(run_id);
+	}
+	return PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+Datum
+scd2_known_at_undo(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			dim_oid;
+	TimestampTz known_at;
+	char	   *dim_name;
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1];
+	int			pin;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension and known_at must not be NULL")));
+	dim_oid = PG_GETARG_OID(0);
+	known_at = PG_GETARG_TIMESTAMPTZ(1);
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+	dim_name = scd2_relation_display_name(dim_oid);
+	if (pg_class_aclcheck(dim_oid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for dimension %s", dim_name),
+				 errdetail("Reading the dimension as known at an instant needs SELECT on it.")));
+
+	values[0] = runs_to_undo(dim_oid, dim_name, known_at);
+	scd2_exec_catalog(
+		"SELECT DISTINCT ON (c.business_key, c.valid_from) c.business_key, c.valid_from,"
+		"       pg_catalog.bool_or(c.inserted) OVER (PARTITION BY c.business_key, c.valid_from),"
+		"       c.old_valid_to, c.old_is_current, c.old_type1"
+		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1)"
+		" ORDER BY c.business_key, c.valid_from, c.run_id",
+		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[6];
+		bool		nulls[6];
+
+		for (int c = 0; c < 6; c++)
+			row[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+	scd2_unpin(pin);
+	SPI_finish();
+	return (Datum) 0;
+}
