@@ -915,3 +915,13 @@ END
 $$;
 COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz) IS
     'every key''s version valid at an instant (valid_from <= at < valid_to), in the dimension''s row type: SELECT * FROM scd2.dimension_at(NULL::dim, at)';
+
+------------------------------------------------------------------------------
+-- Issue 22 (nothing lost, nothing doubled): the change log keeps Type 1
+-- before-images as each type's text form (a json value verbatim); runs
+-- logged before 0.4 kept them as jsonb values.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.change_log_runs
+    ADD COLUMN old_type1_text boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN scd2.change_log_runs.old_type1_text IS
+    'true: the run''s scd2.change_log.old_type1 holds each Type 1 value''s text form (0.4 on); false: jsonb values (0.3)';

@@ -26,6 +26,7 @@ typedef struct Run
 	char	   *pruned_at;
 	char	   *reverted_by;
 	char	   *current_valid_to;	/* the registration's, as text */
+	bool		old_type1_text; /* old_type1 holds text forms (0.4), else jsonb values */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */
@@ -40,6 +41,10 @@ typedef struct Logged
 	Datum		upd_vt;			/* old valid_to */
 	Datum		upd_cur;		/* old is_current */
 	Datum		upd_type1;		/* old Type 1 values, jsonb */
+	int64		nrows;			/* every row: */
+	Datum		all_keys;
+	Datum		all_vf;
+	Datum		all_vt;			/* valid_to as the run left it (NULL: current) */
 } Logged;
 
 /* revert_run.c */
@@ -47,6 +52,8 @@ extern void scd2_revert_read_run(int64 run_id, bool read_only, Run *run);
 extern void scd2_revert_require_change_log(const Run *run);
 extern void scd2_revert_require_revertible(const Run *run);
 extern char *scd2_revert_later_runs(const Run *run);
+extern void scd2_revert_require_fresh(const Run *run, const char *dim_name);
+extern char *scd2_revert_registration(const Run *run, const char *dim_name);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
 
 #endif							/* SCD2_REVERT_H */

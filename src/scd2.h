@@ -241,15 +241,21 @@ typedef struct Scd2LoggedColumn
 	char	   *name;
 	char	   *ident;
 	Oid			typid;
+	char	   *type_sql;		/* its type, qualified, with typmod */
 	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
 	char	   *eqop_sql;		/* OPERATOR(schema.=), or NULL */
 } Scd2LoggedColumn;
+
+/* snapshot_check.c */
+extern void scd2_refuse_stale_snapshot(Oid dim_oid, const char *dim_name, Snapshot xact,
+									   const char *what_nothing);
 
 /* changelog.c */
 extern void scd2_pin_text_forms(void);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, const char *chg, Snapshot snap,
 								  const char *written);
 extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, Snapshot snap);
+extern char *scd2_changelog_encode_sql(Oid typid, const char *expr);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
