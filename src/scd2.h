@@ -42,6 +42,8 @@ typedef struct Scd2Column
 								 * or bpchar for a char(n) column (trailing
 								 * spaces do not count) */
 	char		stg_category;	/* typcategory of the dimension type */
+	bool		carried;		/* not in staging: the current version's value
+								 * (missing_columns = 'carry_forward') */
 } Scd2Column;
 
 /* A registered dimension resolved for one load. */
@@ -185,6 +187,7 @@ typedef struct Scd2Registration
 	Datum		shape_types;
 	Datum		shape_typmods;
 	char	   *detect;
+	bool		carry_forward;	/* missing_columns = 'carry_forward' */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
