@@ -86,3 +86,14 @@ SELECT id, city, tier, phone, valid_from, valid_to FROM dim2 ORDER BY id, valid_
 -- unchanged city: nothing to do (the carried columns are not compared)
 SELECT count(*) FROM scd2.merge('stg2_part', 'dim2', '2024-03-01');
 SELECT scd2_test.invariants('dim2');
+
+-- Only the dimension's owner may set it (the internal store function
+-- checks, as register's others do).
+CREATE ROLE regress_mc_other;
+GRANT USAGE ON SCHEMA mc TO regress_mc_other;
+SET ROLE regress_mc_other;
+SELECT scd2._registry_store_missing_columns('mc.dim', 'error');
+RESET ROLE;
+SELECT missing_columns FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
+DROP OWNED BY regress_mc_other;
+DROP ROLE regress_mc_other;

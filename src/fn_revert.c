@@ -339,43 +339,71 @@ read_columns(const Run *run, const char *dim_name, RevertColumns *c)
  * it -- its valid_to (and is_current) -- or an error naming the first
  * ones.  A revert would otherwise throw away a close, a reopening or a
  * deletion made since (by hand: a later load is refused in step 3).
+ * The dimension is read by one join of the logged rows, the shape of the
+ * revert's own statements (Citus plans it; it plans no correlated
+ * subquery of a distributed table under a function scan); which logged
+ * rows it did not find is then worked out on the arrays alone.
  */
 static void
 require_rows_as_left(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
 {
 	StringInfoData sql;
-	StringInfoData same;
-	Oid			argtypes[3] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		values[3] = {lg->all_keys, lg->all_vf, lg->all_vt};
+	Oid			argtypes[5] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+	JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[5] = {lg->all_keys, lg->all_vf, lg->all_vt, 0, 0};
+	uint64		nfound;
+	Datum	   *k;
+	Datum	   *vf;
+	int			nsame = 0;
 	uint64		total;
-
-	/* t is row c's (key, valid_from) */
-	initStringInfo(&same);
-	append_key_match(&same, c->keys, c->nkeys);
-	appendStringInfo(&same, " AND t.%s %s %s", c->book[0].ident, c->book[0].eqop_sql,
-					 scd2_changelog_decode_sql(c->book[0].typid, "c.vf"));
+	bool		isnull;
+	int			nest;
+	int			rc;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT pg_catalog.format('key %%s from %%s (%%s)', c.k, CAST(%s AS pg_catalog.text),"
-					 "       CASE WHEN EXISTS (SELECT FROM %s t WHERE %s) THEN 'changed' ELSE 'deleted' END),"
-					 "       pg_catalog.count(*) OVER ()"
-					 "  FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)) AS c(k, vf, vt)"
-					 " CROSS JOIN LATERAL ",
-					 scd2_changelog_decode_sql(c->book[0].typid, "c.vf"), dim_name, same.data);
-	append_key_record(&sql, "c.k", c->keys, c->nkeys);
-	appendStringInfo(&sql, " WHERE NOT EXISTS (SELECT FROM %s t WHERE %s AND t.%s IS NOT DISTINCT FROM %s",
-					 dim_name, same.data, c->book[1].ident, left_vt_sql(c, "c.vt"));
+	appendStringInfo(&sql, "SELECT c.k, c.vf FROM %s t,", dim_name);
+	append_source(&sql, c->keys, c->nkeys, &c->book[0],
+				  "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)", "k, vf, vt", NULL, 0, false);
+	appendStringInfo(&sql, " AND t.%s IS NOT DISTINCT FROM %s", c->book[1].ident, left_vt_sql(c, "c.vt"));
 	if (c->ncur > 0)
 		appendStringInfo(&sql, " AND t.%s IS NOT DISTINCT FROM (c.vt IS NULL)", c->cur[0].ident);
-	appendStringInfoString(&sql, ") ORDER BY c.k, c.vf LIMIT 5");
-	if (exec_dml(run->dim_oid, sql.data, 3, argtypes, values, SPI_OK_SELECT) == 0)
+	nfound = (uint64) exec_dml(run->dim_oid, sql.data, 3, argtypes, values, SPI_OK_SELECT);
+	if (nfound == (uint64) lg->nrows)
 		return;
+
+	/* the rows found as the run left them, as arrays */
+	k = palloc(sizeof(Datum) * Max(nfound, 1));
+	vf = palloc(sizeof(Datum) * Max(nfound, 1));
+	for (uint64 i = 0; i < nfound; i++)
+	{
+		k[nsame] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		vf[nsame++] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+	}
+	values[3] = PointerGetDatum(construct_array(k, nsame, JSONBOID, -1, false, TYPALIGN_INT));
+	values[4] = PointerGetDatum(construct_array(vf, nsame, TIMESTAMPTZOID, sizeof(TimestampTz),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT pg_catalog.format('key %%s from %%s', c.k, CAST(%s AS pg_catalog.text)), pg_catalog.count(*) OVER ()"
+					 "  FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(k, vf)"
+					 " WHERE NOT EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS m(k, vf)"
+					 "                    WHERE m.k OPERATOR(pg_catalog.=) c.k AND m.vf OPERATOR(pg_catalog.=) c.vf)"
+					 " ORDER BY c.k, c.vf LIMIT 5",
+					 scd2_changelog_decode_sql(c->book[0].typid, "c.vf"));
+	/* valid_from in ISO form, whatever the session's DateStyle */
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	rc = SPI_execute_with_args(sql.data, 5, argtypes, values, NULL, true, 0);
+	AtEOXact_GUC(false, nest);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: listing the changed rows failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return;					/* a logged row found twice: the counts check in 4a/4b names it */
 	total = (uint64) scd2_spi_int8(0, 2);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
-			 errdetail("%llu of the %lld rows run %lld wrote were changed or deleted since: %s. Nothing was reverted.",
+			 errdetail("%llu of the %lld rows run %lld wrote were changed (valid_to, is_current) or deleted since: %s. Nothing was reverted.",
 					   (unsigned long long) total, (long long) lg->nrows, (long long) run->run_id,
 					   listed_rows(total)),
 			 errhint("The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.")));
@@ -385,29 +413,36 @@ require_rows_as_left(const Run *run, const char *dim_name, const RevertColumns *
  * Step 4, last (after the writes, in the same transaction): no two
  * versions of a key the run touched overlap, nor are two of them current
  * -- as when a version was added by hand where the restored one reopens.
+ * One join of the keys with the dimension, as above; the window is
+ * partitioned by the business key (a Citus dimension's distribution
+ * column is one of its columns).
  */
 static void
 require_no_overlap(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
 {
 	StringInfoData sql;
+	StringInfoData keys;
 	Oid			argtypes[1] = {JSONBARRAYOID};
 	Datum		values[1] = {lg->all_keys};
 	const char *vt = c->conv.now_null ? psprintf("t.%s", c->book[1].ident) :
 		psprintf("NULLIF(t.%s, %s)", c->book[1].ident, c->conv.now_open);
 	uint64		total;
 
+	initStringInfo(&keys);
+	for (int i = 0; i < c->nkeys; i++)
+		appendStringInfo(&keys, "%st.%s", i ? ", " : "", c->keys[i].ident);
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT pg_catalog.format('key %%s', k.k), pg_catalog.count(*) OVER ()"
-					 "  FROM (SELECT DISTINCT u.k FROM pg_catalog.unnest($1) AS u(k)) AS k CROSS JOIN LATERAL ");
+					 "SELECT d.key, pg_catalog.count(*) OVER () FROM ("
+					 " SELECT DISTINCT pg_catalog.format('key %%s', v.k) AS key FROM ("
+					 "  SELECT k.k, %s AS vt, pg_catalog.lead(t.%s) OVER (PARTITION BY %s ORDER BY t.%s) AS nvf"
+					 "    FROM %s t, (SELECT DISTINCT u.k FROM pg_catalog.unnest($1) AS u(k)) AS k CROSS JOIN LATERAL ",
+					 vt, c->book[0].ident, keys.data, c->book[0].ident, dim_name);
 	append_key_record(&sql, "k.k", c->keys, c->nkeys);
-	appendStringInfo(&sql,
-					 " WHERE EXISTS (SELECT FROM (SELECT %s AS vt, pg_catalog.lead(t.%s) OVER (ORDER BY t.%s) AS nvf"
-					 "                 FROM %s t WHERE ",
-					 vt, c->book[0].ident, c->book[0].ident, dim_name);
+	appendStringInfoString(&sql, " WHERE ");
 	append_key_match(&sql, c->keys, c->nkeys);
-	appendStringInfo(&sql, ") AS v WHERE v.nvf OPERATOR(pg_catalog.<) COALESCE(v.vt, CAST('infinity' AS %s)))"
-					 " ORDER BY k.k LIMIT 5", format_type_be_qualified(c->book[0].typid));
+	appendStringInfo(&sql, ") AS v WHERE v.nvf OPERATOR(pg_catalog.<) COALESCE(v.vt, CAST('infinity' AS %s))) AS d"
+					 " ORDER BY d.key LIMIT 5", format_type_be_qualified(c->book[0].typid));
 	if (exec_dml(run->dim_oid, sql.data, 1, argtypes, values, SPI_OK_SELECT) == 0)
 		return;
 	total = (uint64) scd2_spi_int8(0, 2);
