@@ -9,21 +9,6 @@ SET TimeZone = 'UTC';
 CREATE SCHEMA mc;
 SET search_path = mc, public;
 
-CREATE FUNCTION mc.checksum(rel regclass)
-RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    r text;
-BEGIN
-    EXECUTE format('SELECT count(*) || '':'' || md5(coalesce(string_agg(t::text, '','' ORDER BY t::text), ''''))'
-                   ' FROM %s t', rel) INTO r;
-    RETURN r;
-END $$;
-CREATE FUNCTION mc.state(rel regclass)
-RETURNS text LANGUAGE sql AS $$
-    SELECT mc.checksum(rel) || ' audit ' || mc.checksum('scd2.audit_log')
-           || ' runs ' || mc.checksum('scd2.change_log_runs') || ' log ' || mc.checksum('scd2.change_log')
-$$;
-
 CREATE TABLE dim (id int NOT NULL, city text, tier text, note text,
                   loaded_at timestamptz DEFAULT '2000-01-01',
                   valid_from timestamptz NOT NULL, valid_to timestamptz);
@@ -36,9 +21,9 @@ SELECT count(*) FROM scd2.merge('stg_full', 'dim', '2024-01-01');
 -- The extract lost tier and note upstream; city changes.  Refused.
 CREATE TABLE stg_lost (id int, city text);
 INSERT INTO stg_lost VALUES (1, 'Bergen'), (3, 'Lima');
-SELECT mc.state('dim') AS before \gset
+SELECT scd2_test.state('dim') AS before \gset
 SELECT count(*) FROM scd2.merge('stg_lost', 'dim', '2024-02-01');
-SELECT mc.state('dim') = :'before' AS nothing_written;
+SELECT scd2_test.state('dim') = :'before' AS nothing_written;
 -- a dry run: the same
 SELECT count(*) FROM scd2.merge('stg_lost', 'dim', '2024-02-01', dry_run => true);
 
@@ -50,7 +35,7 @@ INSERT INTO stg_nonote VALUES (1, 'Bergen', 'gold');
 SELECT count(*) FROM scd2.merge('stg_nonote', 'dim', '2024-02-01');
 SELECT scd2.register('dim', ARRAY['id'], tracked => ARRAY['city'], type1 => ARRAY['note']);
 SELECT count(*) FROM scd2.merge('stg_nonote', 'dim', '2024-02-01');
-SELECT mc.state('dim') = :'before' AS nothing_written;
+SELECT scd2_test.state('dim') = :'before' AS nothing_written;
 
 -- An invalid setting.
 SELECT scd2.register('dim', ARRAY['id'], missing_columns => 'ignore');

@@ -10,24 +10,6 @@ SET TimeZone = 'UTC';
 CREATE SCHEMA ri;
 SET search_path = ri, public;
 
--- Every column of every row of a table, as one checksum.
-CREATE FUNCTION ri.checksum(rel regclass)
-RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    r text;
-BEGIN
-    EXECUTE format('SELECT count(*) || '':'' || md5(coalesce(string_agg(t::text, '','' ORDER BY t::text), ''''))'
-                   ' FROM %s t', rel) INTO r;
-    RETURN r;
-END $$;
-
--- Everything a revert could write.
-CREATE FUNCTION ri.state(rel regclass)
-RETURNS text LANGUAGE sql AS $$
-    SELECT ri.checksum(rel) || ' audit ' || ri.checksum('scd2.audit_log')
-           || ' runs ' || ri.checksum('scd2.change_log_runs') || ' log ' || ri.checksum('scd2.change_log')
-$$;
-
 -- Run a statement: 'ok', or its error (SQLSTATE, message, detail, hint),
 -- run ids and timestamps masked.
 CREATE FUNCTION ri.try(q text)
@@ -88,17 +70,17 @@ INSERT INTO stg VALUES (1, 'Bergen', 'a', '2024-02-01');
 SELECT count(*) FROM scd2.merge('stg', 'conv2');
 SELECT ri.last_run() AS run2 \gset
 SELECT scd2.register('conv2', ARRAY['id'], effective_column => 'at', current_valid_to => 'infinity');
-SELECT ri.state('conv2') AS before \gset
+SELECT scd2_test.state('conv2') AS before \gset
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
-SELECT ri.state('conv2') = :'before' AS nothing_written;
+SELECT scd2_test.state('conv2') = :'before' AS nothing_written;
 
 -- Registered again with another bookkeeping column: refused.
 ALTER TABLE conv2 ADD COLUMN is_current boolean;
 UPDATE conv2 SET is_current = valid_to IS NULL, valid_to = NULL WHERE valid_to IS NULL;
 SELECT scd2.register('conv2', ARRAY['id'], effective_column => 'at', is_current_column => 'is_current');
-SELECT ri.state('conv2') AS before \gset
+SELECT scd2_test.state('conv2') AS before \gset
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
-SELECT ri.state('conv2') = :'before' AS nothing_written;
+SELECT scd2_test.state('conv2') = :'before' AS nothing_written;
 
 ------------------------------------------------------------------------------
 -- Finding 4: rows the run wrote, changed by hand since.
@@ -116,9 +98,9 @@ SELECT ri.last_run() AS run2 \gset
 
 -- a hand-made close of the version the run inserted
 UPDATE hand SET valid_to = '2024-05-01', is_current = false WHERE id = 1 AND valid_to IS NULL;
-SELECT ri.state('hand') AS before \gset
+SELECT scd2_test.state('hand') AS before \gset
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
-SELECT ri.state('hand') = :'before' AS nothing_written;
+SELECT scd2_test.state('hand') = :'before' AS nothing_written;
 -- put back as the run left it: the revert goes through
 UPDATE hand SET valid_to = NULL, is_current = true WHERE id = 1 AND valid_from = '2024-02-01';
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
@@ -130,9 +112,9 @@ INSERT INTO stg VALUES (2, 'Milan', 'b', '2024-03-01');
 SELECT count(*) FROM scd2.merge('stg', 'hand');
 SELECT ri.last_run() AS run3 \gset
 UPDATE hand SET valid_to = '2024-04-01' WHERE id = 2 AND valid_from = '2024-01-01';
-SELECT ri.state('hand') AS before \gset
+SELECT scd2_test.state('hand') AS before \gset
 SELECT ri.try('SELECT scd2.revert(' || :run3 || ')');
-SELECT ri.state('hand') = :'before' AS nothing_written;
+SELECT scd2_test.state('hand') = :'before' AS nothing_written;
 UPDATE hand SET valid_to = '2024-03-01' WHERE id = 2 AND valid_from = '2024-01-01';
 
 -- A snapshot load deletes key 2; a closed version is backfilled by hand
@@ -147,9 +129,9 @@ DELETE FROM sstg WHERE id = 2;
 SELECT count(*) FROM scd2.merge('sstg', 'snap', '2024-02-01');
 SELECT ri.last_run() AS run2 \gset
 INSERT INTO snap VALUES (2, 'Naples', 'b', '2024-03-01', '2024-04-01');
-SELECT ri.state('snap') AS before \gset
+SELECT scd2_test.state('snap') AS before \gset
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
-SELECT ri.state('snap') = :'before' AS nothing_written;
+SELECT scd2_test.state('snap') = :'before' AS nothing_written;
 SELECT id, city, valid_from, valid_to FROM snap ORDER BY id, valid_from;
 
 ------------------------------------------------------------------------------
@@ -164,10 +146,10 @@ INSERT INTO jstg VALUES (1, 'Oslo', '{"b": 1,  "a": 3, "a": 4}', ARRAY['{"z":1, 
                          '{"k": [1, 2]}', '<a  x="1">t</a>', 0.1),
                         (2, 'Rome', NULL, NULL, NULL, NULL, 'NaN');
 SELECT count(*) FROM scd2.merge('jstg', 'js', '2024-01-01');
-SELECT ri.checksum('js') AS before_load \gset
+SELECT scd2_test.checksum('js') AS before_load \gset
 UPDATE jstg SET doc = '{"c": 0}', docs = ARRAY['[]']::json[], b = '{}', x = '<b/>', f = 2.5;
 SELECT count(*) FROM scd2.merge('jstg', 'js', '2024-02-01');
 SELECT ri.last_run() AS run2 \gset
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
-SELECT ri.checksum('js') = :'before_load' AS restored_exactly;
+SELECT scd2_test.checksum('js') = :'before_load' AS restored_exactly;
 SELECT id, doc::text, docs::text, b, x::text, f FROM js ORDER BY id;
