@@ -136,18 +136,19 @@ SELECT id, city, valid_from, valid_to FROM snap ORDER BY id, valid_from;
 
 ------------------------------------------------------------------------------
 -- Finding 5: json Type 1 values come back verbatim (key order, duplicate
--- keys, white space); other types too.
+-- keys, white space); other types too (xml is left out: PostgreSQL may be
+-- built without libxml).
 ------------------------------------------------------------------------------
-CREATE TABLE js (id int NOT NULL, city text, doc json, docs json[], b jsonb, x xml, f float8,
+CREATE TABLE js (id int NOT NULL, city text, doc json, docs json[], b jsonb, x interval, f float8,
                  valid_from timestamptz NOT NULL, valid_to timestamptz);
 SELECT scd2.register('js', ARRAY['id'], type1 => ARRAY['doc', 'docs', 'b', 'x', 'f']);
-CREATE TABLE jstg (id int, city text, doc json, docs json[], b jsonb, x xml, f float8);
+CREATE TABLE jstg (id int, city text, doc json, docs json[], b jsonb, x interval, f float8);
 INSERT INTO jstg VALUES (1, 'Oslo', '{"b": 1,  "a": 3, "a": 4}', ARRAY['{"z":1, "y" :2}']::json[],
-                         '{"k": [1, 2]}', '<a  x="1">t</a>', 0.1),
+                         '{"k": [1, 2]}', '1 mon 2 days 03:04:05.5', 0.1),
                         (2, 'Rome', NULL, NULL, NULL, NULL, 'NaN');
 SELECT count(*) FROM scd2.merge('jstg', 'js', '2024-01-01');
 SELECT scd2_test.checksum('js') AS before_load \gset
-UPDATE jstg SET doc = '{"c": 0}', docs = ARRAY['[]']::json[], b = '{}', x = '<b/>', f = 2.5;
+UPDATE jstg SET doc = '{"c": 0}', docs = ARRAY['[]']::json[], b = '{}', x = '-1 day', f = 2.5;
 SELECT count(*) FROM scd2.merge('jstg', 'js', '2024-02-01');
 SELECT ri.last_run() AS run2 \gset
 SELECT ri.try('SELECT scd2.revert(' || :run2 || ')');
