@@ -72,3 +72,21 @@ LANGUAGE sql AS $$
                           JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = dim)
      ORDER BY run_id DESC LIMIT 1
 $$;
+
+-- Everything a load or a revert could write, as one text: every column of
+-- every row of the dimension, the audit log, the change log.  Equal
+-- before and after a refused statement: it wrote nothing.
+CREATE FUNCTION scd2_test.checksum(rel regclass)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    r text;
+BEGIN
+    EXECUTE format('SELECT count(*) || '':'' || md5(coalesce(string_agg(t::text, '','' ORDER BY t::text), ''''))'
+                   ' FROM %s t', rel) INTO r;
+    RETURN r;
+END $$;
+CREATE FUNCTION scd2_test.state(rel regclass)
+RETURNS text LANGUAGE sql AS $$
+    SELECT scd2_test.checksum(rel) || ' audit ' || scd2_test.checksum('scd2.audit_log')
+           || ' runs ' || scd2_test.checksum('scd2.change_log_runs') || ' log ' || scd2_test.checksum('scd2.change_log')
+$$;

@@ -138,7 +138,8 @@ CREATE FUNCTION scd2.register(
         create_indexes       boolean DEFAULT true,
         no_overlap           boolean DEFAULT false,
         detect               text    DEFAULT 'values',
-        max_close_fraction   real    DEFAULT NULL)
+        max_close_fraction   real    DEFAULT NULL,
+        missing_columns      text    DEFAULT 'error')
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -433,10 +434,11 @@ BEGIN
                                  v_current_vt);
     PERFORM scd2._registry_store_more(dimension, v_created, v_no_overlap, detect);
     PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
+    PERFORM scd2._registry_store_missing_columns(dimension, missing_columns);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
 
 ------------------------------------------------------------------------------
@@ -1089,3 +1091,30 @@ END
 $$;
 COMMENT ON FUNCTION scd2.dimension_at(anyelement, timestamptz, timestamptz) IS
     'the dimension valid at an instant as the loads finished by known_at had recorded it (later loads undone in the result, from the change log): SELECT * FROM scd2.dimension_at(NULL::dim, at, known_at)';
+-- Issue 22 (nothing lost, nothing doubled): the change log keeps Type 1
+-- before-images as each type's text form (a json value verbatim); runs
+-- logged before 0.4 kept them as jsonb values.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.change_log_runs
+    ADD COLUMN old_type1_text boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN scd2.change_log_runs.old_type1_text IS
+    'true: the run''s scd2.change_log.old_type1 holds each Type 1 value''s text form (0.4 on); false: jsonb values (0.3)';
+
+------------------------------------------------------------------------------
+-- Issue 22: a staging table that lacks a column of the dimension.
+-- missing_columns 'error' (the default) refuses the load and names the
+-- columns; 'carry_forward' gives new versions the current version's value
+-- of each missing column (partial extracts).  A dimension column with a
+-- default, an identity or a generated column is never missing: its
+-- default fills it.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions
+    ADD COLUMN missing_columns text NOT NULL DEFAULT 'error',
+    ADD CONSTRAINT dimensions_missing_columns_check CHECK (missing_columns IN ('error', 'carry_forward'));
+
+CREATE FUNCTION scd2._registry_store_missing_columns(dimension regclass, missing_columns text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_missing_columns'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_missing_columns(regclass, text) IS
+    'internal: validates and records scd2.register''s missing_columns, what a load does with a dimension column its staging table lacks (the caller must own the dimension)';

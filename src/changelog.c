@@ -100,6 +100,13 @@ encode_sql(Oid typid, const char *expr)
 	return pstrdup(expr);
 }
 
+/* encode_sql for revert: a value of the dimension's validity type as the change log keeps it. */
+char *
+scd2_changelog_encode_sql(Oid typid, const char *expr)
+{
+	return encode_sql(typid, expr);
+}
+
 char *
 scd2_changelog_decode_sql(Oid typid, const char *expr)
 {
@@ -146,9 +153,9 @@ scd2_changelog_columns(Relation rel, Datum names, int64 run_id, const char *dim_
 		cols[i].name = pstrdup(name);
 		cols[i].ident = pstrdup(quote_identifier(name));
 		cols[i].typid = att->atttypid;
-		cols[i].def = psprintf("%s %s%s", cols[i].ident,
-							   format_type_extended(att->atttypid, att->atttypmod,
-													FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
+		cols[i].type_sql = format_type_extended(att->atttypid, att->atttypmod,
+												FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+		cols[i].def = psprintf("%s %s%s", cols[i].ident, cols[i].type_sql,
 							   scd2_collate_sql(att->attcollation));
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
 		cols[i].eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
@@ -161,6 +168,22 @@ static void
 append_json_pair(StringInfo buf, const char *name, const char *expr)
 {
 	appendStringInfo(buf, "%s%s, %s", buf->len > 0 ? ", " : "", quote_literal_cstr(name), expr);
+}
+
+/*
+ * A Type 1 before-image value as old_type1 keeps it (since 0.4,
+ * change_log_runs.old_type1_text): the type's own text form, as its
+ * output function writes it (format's %s), NULL as JSON null.  Revert
+ * reads it back with the type's input, which gives back the value
+ * exactly -- a json value's text verbatim, where jsonb would reorder its
+ * keys and drop duplicates and white space.  Computed, like every value
+ * of the log, in the owner's context.
+ */
+static char *
+type1_text_sql(const char *expr)
+{
+	return psprintf("CASE WHEN pg_catalog.num_nonnulls(%s) OPERATOR(pg_catalog.=) 1"
+					" THEN pg_catalog.format('%%s', %s) END", expr, expr);
 }
 
 /*
@@ -178,12 +201,25 @@ change_log_installed(void)
 }
 
 /*
+ * Whether the change log keeps Type 1 before-images as text forms: 0.4's
+ * change_log_runs.old_type1_text (an extension still at 0.3 keeps them as
+ * jsonb values, as 0.3 did).
+ */
+static bool
+text_before_images(void)
+{
+	Oid			runs = get_relname_relid("change_log_runs", get_namespace_oid("scd2", false));
+
+	return get_attnum(runs, "old_type1_text") != InvalidAttrNumber;
+}
+
+/*
  * Reserve the run id (from the audit log's own sequence) and write the
  * run's header: the registration's columns as this load used them.
  * Returns the run id.
  */
 static int64
-write_run_header(const Scd2Config *cfg)
+write_run_header(const Scd2Config *cfg, bool text_images)
 {
 	Oid			argtypes[3] = {INT8OID, OIDOID, BOOLOID};
 	Datum		values[3];
@@ -196,12 +232,13 @@ write_run_header(const Scd2Config *cfg)
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
 	values[2] = BoolGetDatum(scd2_change_log);
-	if (scd2_exec_catalog("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
+	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
-				  " type1_columns, current_valid_to, logged)"
+				  " type1_columns, current_valid_to, logged%s)"
 				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
-				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3"
+				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3%s"
 				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+				  text_images ? ", old_type1_text" : "", text_images ? ", true" : ""),
 				  3, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
 		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 	return run_id;
@@ -281,10 +318,15 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 	StringInfoData sql;
 	StringInfoData type1;
 	char	   *keys = key_pairs(cfg, "c");
+	bool		text_images = text_before_images();
 
 	initStringInfo(&type1);
 	for (int i = 0; i < cfg->ntype1; i++)
-		append_json_pair(&type1, cfg->type1[i].name, psprintf("d.%s", cfg->type1[i].ident));
+	{
+		char	   *value = psprintf("d.%s", cfg->type1[i].ident);
+
+		append_json_pair(&type1, cfg->type1[i].name, text_images ? type1_text_sql(value) : value);
+	}
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
@@ -349,7 +391,7 @@ scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 	if (!change_log_installed())
 		return 0;
 
-	run_id = write_run_header(cfg);
+	run_id = write_run_header(cfg, text_before_images());
 	values[0] = Int64GetDatum(run_id);
 	if (prepared)
 	{

@@ -311,10 +311,74 @@ resolve_delete(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
 }
 
 /*
+ * A dimension column a load can leave out of a new version: its default,
+ * identity or generation expression fills it.
+ */
+static bool
+filled_by_default(Form_pg_attribute att)
+{
+	return att->atthasdef || att->attidentity || att->attgenerated;
+}
+
+/* The names of a list, without those of another. */
+static List *
+names_without(List *names, List *drop)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (!name_in_list(drop, (char *) lfirst(lc)))
+			out = lappend(out, lfirst(lc));
+	return out;
+}
+
+/* The names of a list the staging table lacks. */
+static List *
+names_missing_from(List *names, TupleDesc stg)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (find_attribute(stg, (char *) lfirst(lc)) == NULL)
+			out = lappend(out, lfirst(lc));
+	return out;
+}
+
+/*
+ * A staging table that lacks a column of the dimension (missing_columns =
+ * 'error'): a new version would have it NULL where the current version
+ * has a value -- an attribute erased without a word.  Refused, naming the
+ * columns.
+ */
+static void
+refuse_missing_columns(const Scd2Config *cfg, List *missing)
+{
+	StringInfoData names;
+	ListCell   *lc;
+
+	initStringInfo(&names);
+	foreach(lc, missing)
+		appendStringInfo(&names, "%s\"%s\"", names.len ? ", " : "", (char *) lfirst(lc));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("staging table %s lacks %s %s of dimension %s", cfg->stg_name,
+					list_length(missing) == 1 ? "column" : "columns", names.data, cfg->dim_name),
+			 errdetail("Every new version would have %s NULL instead of the current version's value. Nothing was loaded.",
+					   names.data),
+			 errhint("Add the columns to the staging table (or a view over it), or register the dimension with missing_columns => 'carry_forward' to keep the current version's values for a partial extract.")));
+}
+
+/*
  * The payload: Type 1 columns as registered; tracked columns as
  * registered, or every column the staging table shares with the dimension
  * that is not a key, bookkeeping or Type 1 column; the remaining shared
- * columns are copied into new versions.
+ * columns are copied into new versions.  A dimension column the staging
+ * table lacks (and no default fills) refuses the load, or with
+ * missing_columns = 'carry_forward' is carried: copied into new versions
+ * from the current version (a registered tracked or Type 1 column too,
+ * which is then neither compared nor overwritten).
  */
 static void
 resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
@@ -322,9 +386,19 @@ resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc
 {
 	List	   *tracked;
 	List	   *other = NIL;
+	List	   *missing = NIL;
+	List	   *type1 = reg->type1;
+	List	   *tracked_listed = reg->tracked;
+
+	if (reg->carry_forward)
+	{
+		missing = list_concat(names_missing_from(type1, stg), names_missing_from(tracked_listed, stg));
+		type1 = names_without(type1, missing);
+		tracked_listed = names_without(tracked_listed, missing);
+	}
 
 	/* Type 1 columns. */
-	cfg->type1 = describe_list(reg->type1, dim, "a Type 1 column", cfg->dim_name, &cfg->ntype1);
+	cfg->type1 = describe_list(type1, dim, "a Type 1 column", cfg->dim_name, &cfg->ntype1);
 	for (int i = 0; i < cfg->ntype1; i++)
 		require_staging_column(stg, &cfg->type1[i], "a Type 1 column", cfg);
 	excluded = list_concat(excluded, reg->type1);
@@ -338,7 +412,7 @@ resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc
 	 * among them a dimension column named like the effective column (dbt's
 	 * updated_at), which is never tracked.
 	 */
-	tracked = reg->tracked_all ? NIL : reg->tracked;
+	tracked = reg->tracked_all ? NIL : tracked_listed;
 	for (int i = 0; i < dim->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(dim, i);
@@ -346,12 +420,19 @@ resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc
 
 		if (att->attisdropped || att->attgenerated ||
 			att->attidentity == ATTRIBUTE_IDENTITY_ALWAYS ||
-			name_in_list(excluded, name) || find_attribute(stg, name) == NULL)
+			name_in_list(excluded, name) || name_in_list(missing, name))
 			continue;
+		if (find_attribute(stg, name) == NULL)
+		{
+			/* (a registered tracked column: require_staging_column names it) */
+			if (!filled_by_default(att) && !name_in_list(tracked_listed, name))
+				missing = lappend(missing, pstrdup(name));
+			continue;
+		}
 		if (reg->tracked_all &&
 			!(reg->effective_column && strcmp(name, reg->effective_column) == 0))
 			tracked = lappend(tracked, pstrdup(name));
-		else if (!name_in_list(reg->tracked, name))
+		else if (!name_in_list(tracked_listed, name))
 			other = lappend(other, pstrdup(name));
 	}
 	if (tracked == NIL)
@@ -361,12 +442,18 @@ resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc
 						cfg->stg_name, cfg->dim_name),
 				 errdetail("A load needs at least one tracked column to detect changes."),
 				 errhint("Give the staging table the dimension's attribute columns, with the same names.")));
+	if (missing != NIL && !reg->carry_forward)
+		refuse_missing_columns(cfg, missing);
 	cfg->tracked = describe_list(tracked, dim, "a tracked column", cfg->dim_name, &cfg->ntracked);
 	for (int i = 0; i < cfg->ntracked; i++)
 		require_staging_column(stg, &cfg->tracked[i], "a tracked column", cfg);
-	cfg->other = describe_list(other, dim, "a copied column", cfg->dim_name, &cfg->nother);
+	cfg->other = describe_list(list_concat(other, missing), dim, "a copied column", cfg->dim_name,
+							   &cfg->nother);
 	for (int i = 0; i < cfg->nother; i++)
-		require_staging_column(stg, &cfg->other[i], "a copied column", cfg);
+		if (i < list_length(other))
+			require_staging_column(stg, &cfg->other[i], "a copied column", cfg);
+		else
+			cfg->other[i].carried = true;
 }
 
 /*

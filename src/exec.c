@@ -190,6 +190,20 @@ uint64
 scd2_exec_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
 				  const char *nulls, bool read_only, int expected, const char *what)
 {
+	return scd2_exec_catalog_snap(sql, nargs, argtypes, values, nulls, InvalidSnapshot,
+								  read_only, expected, what);
+}
+
+/*
+ * The same with the snapshot snap (InvalidSnapshot: the current one), for a
+ * read that must see what a REPEATABLE READ snapshot misses (revert's
+ * freshness check reads the runs with the latest snapshot).
+ */
+uint64
+scd2_exec_catalog_snap(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					   const char *nulls, Snapshot snap, bool read_only, int expected,
+					   const char *what)
+{
 	Oid			save_userid;
 	int			save_sec;
 	int			nest = scd2_pin_search_path();
@@ -197,7 +211,7 @@ scd2_exec_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	n = spi_run(sql, nargs, argtypes, values, nulls, InvalidSnapshot, read_only, expected, what);
+	n = spi_run(sql, nargs, argtypes, values, nulls, snap, read_only, expected, what);
 	SetUserIdAndSecContext(save_userid, save_sec);
 	scd2_unpin(nest);
 	return n;

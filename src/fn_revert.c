@@ -12,12 +12,23 @@
  *      EXCLUSIVE: loads and reverts of one dimension queue up, readers do
  *      not wait); read the run again under the lock;
  *   3. refuse unless the run is the newest successful load of its
- *      dimension (the error names the later runs);
- *   4. delete the versions the run inserted, then restore valid_to,
- *      is_current and the Type 1 columns of the rows it updated (deleting
- *      first: the restored current rows must not meet the current rows
- *      the run inserted in the unique index on current rows); each
- *      statement must touch exactly the rows the change log names;
+ *      dimension (the error names the later runs) -- in a REPEATABLE READ
+ *      or SERIALIZABLE transaction also in the latest snapshot, and the
+ *      dimension must not have changed since the transaction's snapshot
+ *      (serialization_failure, snapshot_check.c); refuse when the
+ *      dimension is registered again with other key or bookkeeping
+ *      columns;
+ *   4. refuse when a row the run wrote is no longer as the run left it
+ *      (valid_to, is_current: closed, reopened or deleted by hand since),
+ *      naming the rows; delete the versions the run inserted, then
+ *      restore valid_to, is_current and the Type 1 columns of the rows it
+ *      updated (deleting first: the restored current rows must not meet
+ *      the current rows the run inserted in the unique index on current
+ *      rows); each statement must touch exactly the rows the change log
+ *      names; a valid_to that meant "current" under the run's
+ *      current_valid_to becomes the current registration's; refuse when
+ *      the keys the run touched now have overlapping versions (a version
+ *      added by hand since, where the restored one reopens);
  *   5. write the revert's own audit row (status 'revert'), mark the run
  *      'reverted'.
  * Everything happens in the caller's transaction: a refused or failed
@@ -47,6 +58,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
@@ -73,32 +85,49 @@ check_privileges(Oid dim_oid, const char *dim_name)
 						   (missing & ACL_DELETE) ? " DELETE" : "")));
 }
 
+/* "t.k = s.k AND ...": dimension row t of business key s. */
+static void
+append_key_match(StringInfo buf, Scd2LoggedColumn *keys, int nkeys)
+{
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(buf, "%st.%s %s s.%s", i ? " AND " : "", keys[i].ident, keys[i].eqop_sql, keys[i].ident);
+}
+
+/* "jsonb_to_record(c.k) AS s(keys)": the logged business key c.k as columns. */
+static void
+append_key_record(StringInfo buf, const char *json, Scd2LoggedColumn *keys, int nkeys)
+{
+	appendStringInfo(buf, "pg_catalog.jsonb_to_record(%s) AS s(", json);
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(buf, "%s%s", i ? ", " : "", keys[i].def);
+	appendStringInfoString(buf, ")");
+}
+
 /*
  * "ROWS FROM (unnest($1), unnest($2)...) AS c(k, vf...) CROSS JOIN LATERAL
  * jsonb_to_record(c.k) AS s(keys) WHERE t.k = s.k AND t.vf = vf": the
  * logged rows matched to the dimension's rows by business key and
- * valid_from (the as-of index).
+ * valid_from (the as-of index).  The Type 1 before-images as y(...): text
+ * forms (text_type1, 0.4 on) or values of the columns' types (0.3).
  */
 static void
 append_source(StringInfo buf, Scd2LoggedColumn *keys, int nkeys, const Scd2LoggedColumn *vf,
-			  const char *arrays, const char *names, Scd2LoggedColumn *type1, int ntype1)
+			  const char *arrays, const char *names, Scd2LoggedColumn *type1, int ntype1,
+			  bool text_type1)
 {
-	appendStringInfo(buf, " ROWS FROM (%s) AS c(%s)"
-					 " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.k) AS s(", arrays, names);
-	for (int i = 0; i < nkeys; i++)
-		appendStringInfo(buf, "%s%s", i ? ", " : "", keys[i].def);
-	appendStringInfoString(buf, ")");
+	appendStringInfo(buf, " ROWS FROM (%s) AS c(%s) CROSS JOIN LATERAL ", arrays, names);
+	append_key_record(buf, "c.k", keys, nkeys);
 	if (ntype1 > 0)
 	{
 		appendStringInfoString(buf, " CROSS JOIN LATERAL pg_catalog.jsonb_to_record(c.y) AS y(");
 		for (int i = 0; i < ntype1; i++)
-			appendStringInfo(buf, "%s%s", i ? ", " : "", type1[i].def);
+			appendStringInfo(buf, "%s%s", i ? ", " : "",
+							 text_type1 ? psprintf("%s pg_catalog.text", type1[i].ident) : type1[i].def);
 		appendStringInfoString(buf, ")");
 	}
 	appendStringInfoString(buf, " WHERE ");
-	for (int i = 0; i < nkeys; i++)
-		appendStringInfo(buf, "t.%s %s s.%s AND ", keys[i].ident, keys[i].eqop_sql, keys[i].ident);
-	appendStringInfo(buf, "t.%s %s %s", vf->ident, vf->eqop_sql,
+	append_key_match(buf, keys, nkeys);
+	appendStringInfo(buf, " AND t.%s %s %s", vf->ident, vf->eqop_sql,
 					 scd2_changelog_decode_sql(vf->typid, "c.vf"));
 }
 
@@ -199,6 +228,18 @@ mark_reverted(int64 run_id, int64 revert_id)
 									 "marking the reverted run in the change log");
 }
 
+/*
+ * The current-row conventions: the run's (how its change log's valid_to
+ * values say "current") and the registration's in force (what a row the
+ * revert makes current again gets).
+ */
+typedef struct RevertConvention
+{
+	char	   *run_open;		/* the run's current valid_to, as the log keeps it; NULL: SQL NULL */
+	char	   *now_open;		/* the stored current valid_to now: "NULL" or CAST(...) */
+	bool		now_null;
+} RevertConvention;
+
 /* The dimension columns a run's change log names. */
 typedef struct RevertColumns
 {
@@ -212,7 +253,56 @@ typedef struct RevertColumns
 	int			ncur;
 	int			nsk;
 	int			ntype1;
+	RevertConvention conv;
 } RevertColumns;
+
+/* The conventions of the run and of the registration in force (current_vt). */
+static void
+read_conventions(const Run *run, const char *current_vt, RevertColumns *c)
+{
+	Oid			vt_type = c->book[1].typid;
+	const char *type_sql = format_type_be_qualified(vt_type);
+
+	c->conv.run_open = strcmp(run->current_valid_to, "null") == 0 ? NULL :
+		scd2_changelog_encode_sql(vt_type, psprintf("CAST(%s AS %s)", quote_literal_cstr(run->current_valid_to),
+													type_sql));
+	c->conv.now_null = strcmp(current_vt, "null") == 0;
+	c->conv.now_open = c->conv.now_null ? "NULL" :
+		psprintf("CAST(%s AS %s)", quote_literal_cstr(current_vt), type_sql);
+}
+
+/* A logged before-image valid_to, as the registration in force stores it. */
+static char *
+restored_vt_sql(const RevertColumns *c, const char *logged)
+{
+	return psprintf("CASE WHEN %s THEN %s ELSE %s END",
+					c->conv.run_open ? psprintf("%s OPERATOR(pg_catalog.=) %s", logged, c->conv.run_open) :
+					psprintf("%s IS NULL", logged),
+					c->conv.now_open, scd2_changelog_decode_sql(c->book[1].typid, logged));
+}
+
+/* The valid_to the run left (logged: NULL = current), as stored now. */
+static char *
+left_vt_sql(const RevertColumns *c, const char *logged)
+{
+	char	   *decoded = scd2_changelog_decode_sql(c->book[1].typid, logged);
+
+	return c->conv.now_null ? decoded : psprintf("COALESCE(%s, %s)", decoded, c->conv.now_open);
+}
+
+/* The first rows of a refusal's list (column 1), "a, b, c" and "..." past five. */
+static char *
+listed_rows(uint64 total)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		appendStringInfo(&buf, "%s%s", i ? "; " : "", SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	if (total > SPI_processed)
+		appendStringInfoString(&buf, "; ...");
+	return buf.data;
+}
 
 static void
 read_columns(const Run *run, const char *dim_name, RevertColumns *c)
@@ -234,6 +324,125 @@ read_columns(const Run *run, const char *dim_name, RevertColumns *c)
 							c->keys[i].name, dim_name, format_type_be(c->keys[i].typid))));
 }
 
+/*
+ * Step 4, first: every row the run wrote is still there as the run left
+ * it -- its valid_to (and is_current) -- or an error naming the first
+ * ones.  A revert would otherwise throw away a close, a reopening or a
+ * deletion made since (by hand: a later load is refused in step 3).
+ * The dimension is read by one join of the logged rows, the shape of the
+ * revert's own statements (Citus plans it; it plans no correlated
+ * subquery of a distributed table under a function scan); which logged
+ * rows it did not find is then worked out on the arrays alone.
+ */
+static void
+require_rows_as_left(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	Oid			argtypes[5] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+	JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[5] = {lg->all_keys, lg->all_vf, lg->all_vt, 0, 0};
+	uint64		nfound;
+	Datum	   *k;
+	Datum	   *vf;
+	int			nsame = 0;
+	uint64		total;
+	bool		isnull;
+	int			nest;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT c.k, c.vf FROM %s t,", dim_name);
+	append_source(&sql, c->keys, c->nkeys, &c->book[0],
+				  "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)", "k, vf, vt", NULL, 0, false);
+	appendStringInfo(&sql, " AND t.%s IS NOT DISTINCT FROM %s", c->book[1].ident, left_vt_sql(c, "c.vt"));
+	if (c->ncur > 0)
+		appendStringInfo(&sql, " AND t.%s IS NOT DISTINCT FROM (c.vt IS NULL)", c->cur[0].ident);
+	nfound = (uint64) exec_dml(run, dim_name, sql.data, 3, argtypes, values, SPI_OK_SELECT);
+	if (nfound == (uint64) lg->nrows)
+		return;
+
+	/* the rows found as the run left them, as arrays */
+	k = palloc(sizeof(Datum) * Max(nfound, 1));
+	vf = palloc(sizeof(Datum) * Max(nfound, 1));
+	for (uint64 i = 0; i < nfound; i++)
+	{
+		k[nsame] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		vf[nsame++] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+	}
+	values[3] = PointerGetDatum(construct_array(k, nsame, JSONBOID, -1, false, TYPALIGN_INT));
+	values[4] = PointerGetDatum(construct_array(vf, nsame, TIMESTAMPTZOID, sizeof(TimestampTz),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT pg_catalog.format('key %%s from %%s', c.k, CAST(%s AS pg_catalog.text)), pg_catalog.count(*) OVER ()"
+					 "  FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(k, vf)"
+					 " WHERE NOT EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS m(k, vf)"
+					 "                    WHERE m.k OPERATOR(pg_catalog.=) c.k AND m.vf OPERATOR(pg_catalog.=) c.vf)"
+					 " ORDER BY c.k, c.vf LIMIT 5",
+					 scd2_changelog_decode_sql(c->book[0].typid, "c.vf"));
+	/* valid_from in ISO form, whatever the session's DateStyle */
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	/* arrays of jsonb and timestamptz only: no value of a user type */
+	(void) scd2_exec_catalog(sql.data, 5, argtypes, values, NULL, true, SPI_OK_SELECT,
+							 "listing the changed rows");
+	AtEOXact_GUC(false, nest);
+	if (SPI_processed == 0)
+		return;					/* a logged row found twice: the counts check in 4a/4b names it */
+	total = (uint64) scd2_spi_int8(0, 2);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
+			 errdetail("%llu of the %lld rows run %lld wrote were changed (valid_to, is_current) or deleted since: %s. Nothing was reverted.",
+					   (unsigned long long) total, (long long) lg->nrows, (long long) run->run_id,
+					   listed_rows(total)),
+			 errhint("The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.")));
+}
+
+/*
+ * Step 4, last (after the writes, in the same transaction): no two
+ * versions of a key the run touched overlap, nor are two of them current
+ * -- as when a version was added by hand where the restored one reopens.
+ * One join of the keys with the dimension, as above; the window is
+ * partitioned by the business key (a Citus dimension's distribution
+ * column is one of its columns).
+ */
+static void
+require_no_overlap(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	StringInfoData keys;
+	Oid			argtypes[1] = {JSONBARRAYOID};
+	Datum		values[1] = {lg->all_keys};
+	const char *vt = c->conv.now_null ? psprintf("t.%s", c->book[1].ident) :
+		psprintf("NULLIF(t.%s, %s)", c->book[1].ident, c->conv.now_open);
+	uint64		total;
+
+	initStringInfo(&keys);
+	for (int i = 0; i < c->nkeys; i++)
+		appendStringInfo(&keys, "%st.%s", i ? ", " : "", c->keys[i].ident);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT d.key, pg_catalog.count(*) OVER () FROM ("
+					 " SELECT DISTINCT pg_catalog.format('key %%s', v.k) AS key FROM ("
+					 "  SELECT k.k, %s AS vt, pg_catalog.lead(t.%s) OVER (PARTITION BY %s ORDER BY t.%s) AS nvf"
+					 "    FROM %s t, (SELECT DISTINCT u.k FROM pg_catalog.unnest($1) AS u(k)) AS k CROSS JOIN LATERAL ",
+					 vt, c->book[0].ident, keys.data, c->book[0].ident, dim_name);
+	append_key_record(&sql, "k.k", c->keys, c->nkeys);
+	appendStringInfoString(&sql, " WHERE ");
+	append_key_match(&sql, c->keys, c->nkeys);
+	appendStringInfo(&sql, ") AS v WHERE v.nvf OPERATOR(pg_catalog.<) COALESCE(v.vt, CAST('infinity' AS %s))) AS d"
+					 " ORDER BY d.key LIMIT 5", format_type_be_qualified(c->book[0].typid));
+	if (exec_dml(run, dim_name, sql.data, 1, argtypes, values, SPI_OK_SELECT) == 0)
+		return;
+	total = (uint64) scd2_spi_int8(0, 2);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("reverting run %lld would leave overlapping versions in dimension %s", (long long) run->run_id, dim_name),
+			 errdetail("Once the rows run %lld changed are restored, versions overlap for %s; versions were added to these keys since the run. Nothing was reverted.",
+					   (long long) run->run_id, listed_rows(total)),
+			 errhint("Remove or shorten the versions added since the run, or repair the dimension by hand.")));
+}
+
 /* Step 4a: delete the versions the run inserted; returns how many. */
 static int64
 delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
@@ -245,7 +454,7 @@ delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, co
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
-	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0);
+	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0, false);
 	appendStringInfo(&sql, " RETURNING c.k, c.vf, %s",
 					 c->nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", c->sk[0].ident) : "NULL::pg_catalog.int8");
 	n = exec_dml(run, dim_name, sql.data, 2, argtypes, values, SPI_OK_DELETE_RETURNING);
@@ -266,16 +475,19 @@ restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, co
 	Datum		values[5] = {lg->upd_keys, lg->upd_vf, lg->upd_vt, lg->upd_cur, lg->upd_type1};
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "UPDATE %s t SET %s = %s", dim_name, c->book[1].ident,
-					 scd2_changelog_decode_sql(c->book[1].typid, "c.vt"));
+	appendStringInfo(&sql, "UPDATE %s t SET %s = %s", dim_name, c->book[1].ident, restored_vt_sql(c, "c.vt"));
 	if (c->ncur > 0)
 		appendStringInfo(&sql, ", %s = c.cur", c->cur[0].ident);
 	for (int i = 0; i < c->ntype1; i++)
-		appendStringInfo(&sql, ", %s = y.%s", c->type1[i].ident, c->type1[i].ident);
+		if (run->old_type1_text)
+			appendStringInfo(&sql, ", %s = CAST(y.%s AS %s)", c->type1[i].ident, c->type1[i].ident,
+							 c->type1[i].type_sql);
+		else
+			appendStringInfo(&sql, ", %s = y.%s", c->type1[i].ident, c->type1[i].ident);
 	appendStringInfoString(&sql, " FROM");
 	append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
 				  " pg_catalog.unnest($4), pg_catalog.unnest($5)", "k, vf, vt, cur, y",
-				  c->type1, c->ntype1);
+				  c->type1, c->ntype1, run->old_type1_text);
 	n = exec_dml(run, dim_name, sql.data, 5, argtypes, values, SPI_OK_UPDATE);
 	require_count(n, lg->nupdated, "updated", run->run_id, dim_name);
 	return n;
@@ -293,14 +505,22 @@ scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *re
 	RevertColumns cols;
 	Logged		lg;
 
+	/* the registration in force decides what a reopened row's valid_to is */
+	char	   *current_vt = scd2_revert_registration(run, dim_name);
+
 	*deleted = 0;
 	*restored = 0;
 	read_columns(run, dim_name, &cols);
+	read_conventions(run, current_vt, &cols);
 	scd2_revert_read_change_log(run->run_id, &lg);
+	if (lg.nrows > 0)
+		require_rows_as_left(run, dim_name, &cols, &lg);
 	if (lg.ninserted > 0)
 		*deleted = delete_inserted(run, dim_name, &cols, &lg);
 	if (lg.nupdated > 0)
 		*restored = restore_updated(run, dim_name, &cols, &lg);
+	if (lg.nrows > 0)
+		require_no_overlap(run, dim_name, &cols, &lg);
 }
 
 /* A revert's privileges, for scd2.rewind. */
@@ -368,6 +588,8 @@ scd2_revert(PG_FUNCTION_ARGS)
 				 errmsg("run %lld is not the newest load of dimension %s", (long long) run_id, dim_name),
 				 errdetail("Later loads of %s: run %s. Nothing was reverted.", dim_name, later),
 				 errhint("Revert the later runs first, newest first.")));
+	scd2_revert_require_fresh(&run, dim_name);
+	scd2_refuse_stale_snapshot(run.dim_oid, dim_name, GetTransactionSnapshot(), "nothing was reverted");
 
 	/* 4. */
 	scd2_revert_undo(&run, dim_name, &deleted, &restored);

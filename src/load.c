@@ -374,6 +374,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	st.dim_rows = estimated_rows(req->dim_oid);
 	CommandCounterIncrement();
 	st.snap = RegisterSnapshot(GetTransactionSnapshot());
+	/* REPEATABLE READ, SERIALIZABLE: that snapshot must see the dimension as it is */
+	scd2_refuse_stale_snapshot(req->dim_oid, cfg->dim_name, st.snap, "nothing was loaded");
 
 	scd2_create_work_tables(cfg);
 	st.log_prepared = scd2_changelog_prepare(req->dry_run);

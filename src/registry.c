@@ -35,6 +35,7 @@ PG_FUNCTION_INFO_V1(scd2_registry_remove);
 PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 PG_FUNCTION_INFO_V1(scd2_registry_store_more);
 PG_FUNCTION_INFO_V1(scd2_registry_store_guard);
+PG_FUNCTION_INFO_V1(scd2_registry_store_missing_columns);
 
 static void
 require_owner(Oid relid)
@@ -270,9 +271,47 @@ scd2_registry_store_guard(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET max_close_fraction = $2"
-										 " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
 						  2, argtypes, values, nulls, false, SPI_OK_UPDATE,
 						  "storing the registration's max_close_fraction") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * scd2._registry_store_missing_columns(dimension, missing_columns): what a
+ * load does with a dimension column its staging table lacks (0.4): 'error'
+ * or 'carry_forward'.
+ */
+Datum
+scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
+	Datum		values[2];
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	if (PG_ARGISNULL(1) ||
+		(strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "error") != 0 &&
+		 strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "carry_forward") != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid missing_columns \"%s\"",
+						PG_ARGISNULL(1) ? "NULL" : text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errhint("Use 'error' (a load whose staging table lacks a column of the dimension is refused) or 'carry_forward' (new versions keep the current version's value of a column the staging table lacks).")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET missing_columns = $2"
+						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  2, argtypes, values, NULL, false, SPI_OK_UPDATE,
+						  "storing the registration's missing_columns") != 1)
 		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
 			 scd2_relation_display_name(PG_GETARG_OID(0)));
 	SPI_finish();
@@ -333,10 +372,11 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	int			rc;
 
 	/*
-	 * detect (0.3) is read through to_jsonb: a registry of an older
-	 * installation, before ALTER EXTENSION scd2 UPDATE, has no such column
-	 * and loads with value detection; max_close_fraction (0.4) likewise,
-	 * and such a registry has no limit.
+	 * detect (0.3), max_close_fraction and missing_columns (0.4) are read
+	 * through to_jsonb: a registry of an older installation, before ALTER
+	 * EXTENSION scd2 UPDATE, has no such column and loads with value
+	 * detection, no close limit, and refuses a staging table that lacks a
+	 * column.
 	 */
 	rc = SPI_execute_with_args(
 		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
@@ -344,7 +384,8 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 				 "       valid_from_column, valid_to_column, is_current_column,"
 				 "       surrogate_key_column, current_valid_to, %s,"
 				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values'),"
-				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8)"
+				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8),"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error')"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 scd2_registry_shape_sql()),
 		1, argtypes, values, NULL, true, 1);
@@ -391,6 +432,7 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	reg->detect = spi_text_or_null(tup, desc, 15);
 	d = SPI_getbinval(tup, desc, 16, &isnull);
 	reg->max_close_fraction = isnull ? -1.0 : DatumGetFloat8(d);
+	reg->carry_forward = strcmp(spi_text_or_null(tup, desc, 17), "carry_forward") == 0;
 	return reg;
 }
 

@@ -28,6 +28,7 @@ typedef struct Run
 	char	   *reverted_by;
 	char	   *current_valid_to;	/* the registration's, as text */
 	char	   *dropped_at;		/* when its dimension was dropped (0.4), or NULL */
+	bool		old_type1_text; /* old_type1 holds text forms (0.4), else jsonb values */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */
@@ -42,6 +43,10 @@ typedef struct Logged
 	Datum		upd_vt;			/* old valid_to */
 	Datum		upd_cur;		/* old is_current */
 	Datum		upd_type1;		/* old Type 1 values, jsonb */
+	int64		nrows;			/* every row: */
+	Datum		all_keys;
+	Datum		all_vf;
+	Datum		all_vt;			/* valid_to as the run left it (NULL: current) */
 } Logged;
 
 /* revert_run.c */
@@ -49,6 +54,8 @@ extern void scd2_revert_read_run(int64 run_id, bool read_only, Run *run);
 extern void scd2_revert_require_change_log(const Run *run);
 extern void scd2_revert_require_revertible(const Run *run);
 extern char *scd2_revert_later_runs(const Run *run);
+extern void scd2_revert_require_fresh(const Run *run, const char *dim_name);
+extern char *scd2_revert_registration(const Run *run, const char *dim_name);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
 
 /* fn_revert.c: one run's undo, for scd2.rewind */

@@ -9,6 +9,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
@@ -24,6 +25,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
@@ -53,7 +55,9 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 		"       pg_catalog.array_remove(ARRAY[r.is_current_column], NULL),"
 		"       pg_catalog.array_remove(ARRAY[r.surrogate_key_column], NULL),"
 		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by, r.current_valid_to,"
-		"       pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'dimension_dropped_at'"
+		"       pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'dimension_dropped_at',"
+		/* old_type1_text: 0.4 on (an extension still at 0.3 has no such column) */
+		"       COALESCE(CAST(pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'old_type1_text' AS pg_catalog.bool), false)"
 		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
 		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
@@ -88,6 +92,7 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 	run->reverted_by = SPI_getvalue(tup, desc, 14);
 	run->current_valid_to = SPI_getvalue(tup, desc, 15);
 	run->dropped_at = SPI_getvalue(tup, desc, 16);
+	run->old_type1_text = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull));
 }
 
 /*
@@ -150,20 +155,109 @@ scd2_revert_require_revertible(const Run *run)
 	scd2_revert_require_change_log(run);
 }
 
-/* The later successful loads of the dimension, or NULL. */
-char *
-scd2_revert_later_runs(const Run *run)
+/*
+ * The later successful loads of the dimension (column 1, or NULL) and the
+ * run's own status (column 2), read with snap (InvalidSnapshot: the
+ * transaction's).
+ */
+static void
+read_later_runs(const Run *run, Snapshot snap)
 {
 	Oid			argtypes[2] = {INT8OID, OIDOID};
 	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
 
-	(void) scd2_exec_catalog(
-		"SELECT pg_catalog.string_agg(r.run_id::pg_catalog.text, ', ' ORDER BY r.run_id)"
+	/* as the extension owner: the audit log's row security hides no run here */
+	(void) scd2_exec_catalog_snap(
+		"SELECT pg_catalog.string_agg(r.run_id::pg_catalog.text, ', ' ORDER BY r.run_id),"
+		"       (SELECT o.status FROM scd2.audit_log o WHERE o.run_id OPERATOR(pg_catalog.=) $1)"
 		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
 		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'",
-		2, argtypes, values, NULL, false, SPI_OK_SELECT, "reading later runs");
+		2, argtypes, values, NULL, snap, true, SPI_OK_SELECT, "reading later runs");
+}
+
+/* The later successful loads of the dimension, or NULL. */
+char *
+scd2_revert_later_runs(const Run *run)
+{
+	read_later_runs(run, InvalidSnapshot);
 	return scd2_spi_text(0, 1);
+}
+
+/*
+ * In a REPEATABLE READ or SERIALIZABLE transaction every read of the
+ * revert uses the transaction's snapshot, also under the lock: the run
+ * must still be the newest successful load, and not reverted, in the
+ * latest snapshot too; else serialization_failure, as PostgreSQL's own
+ * conflicts (READ COMMITTED reads under the lock and needs none of this).
+ */
+void
+scd2_revert_require_fresh(const Run *run, const char *dim_name)
+{
+	Snapshot	latest;
+	char	   *later;
+	char	   *status;
+
+	if (!IsolationUsesXactSnapshot())
+		return;
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	read_later_runs(run, latest);
+	UnregisterSnapshot(latest);
+	later = scd2_spi_text(0, 1);
+	status = scd2_spi_text(0, 2);
+	if (later || status == NULL || strcmp(status, "success") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update of dimension %s", dim_name),
+				 later ?
+				 errdetail("Run %s, committed after this transaction's snapshot was taken, loaded %s later than run %lld; nothing was reverted.",
+						   later, dim_name, (long long) run->run_id) :
+				 errdetail("Run %lld was %s by a transaction that committed after this transaction's snapshot was taken; nothing was reverted.",
+						   (long long) run->run_id, status ? status : "removed"),
+				 errhint("Retry the transaction.")));
+}
+
+/*
+ * The registration in force must name the dimension's rows and columns as
+ * the run's did (business key, validity, is_current and surrogate key
+ * columns): the change log is read by those names; else an error naming
+ * what changed.  Returns the current_valid_to in force (the run's when
+ * the dimension is no longer registered): a row the revert makes current
+ * again takes the current convention's valid_to.
+ */
+char *
+scd2_revert_registration(const Run *run, const char *dim_name)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run->run_id)};
+	char	   *changed;
+	char	   *current_vt;
+
+	(void) scd2_exec_catalog(
+		"SELECT pg_catalog.concat_ws(', ',"
+		"         CASE WHEN d.business_key IS DISTINCT FROM r.key_columns THEN 'business_key' END,"
+		"         CASE WHEN d.valid_from_column IS DISTINCT FROM r.valid_from_column THEN 'valid_from_column' END,"
+		"         CASE WHEN d.valid_to_column IS DISTINCT FROM r.valid_to_column THEN 'valid_to_column' END,"
+		"         CASE WHEN d.is_current_column IS DISTINCT FROM r.is_current_column THEN 'is_current_column' END,"
+		"         CASE WHEN d.surrogate_key_column IS DISTINCT FROM r.surrogate_key_column THEN 'surrogate_key_column' END),"
+		"       d.current_valid_to"
+		"  FROM scd2.change_log_runs r JOIN scd2.dimensions d ON d.dimension OPERATOR(pg_catalog.=) r.dimension"
+		" WHERE r.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the registration");
+	if (SPI_processed == 0)
+		return run->current_valid_to;
+	changed = scd2_spi_text(0, 1);
+	current_vt = scd2_spi_text(0, 2);
+	if (changed && changed[0] != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dimension %s was registered again with other columns since run %lld",
+						dim_name, (long long) run->run_id),
+				 errdetail("Run %lld was loaded under a registration with another %s; nothing was reverted.",
+						   (long long) run->run_id, changed),
+				 errhint("Register the dimension again as it was for run %lld to revert it, or repair the rows by hand.",
+						 (long long) run->run_id)));
+	return current_vt;
 }
 
 /* The change log of a run (as the extension owner: PUBLIC cannot read it). */
@@ -173,9 +267,9 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
 	bool		isnull;
-	Datum	   *out[7] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
-	&lg->upd_cur, &lg->upd_type1};
-	int			cols[7] = {1, 2, 4, 5, 6, 7, 8};
+	Datum	   *out[10] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
+	&lg->upd_cur, &lg->upd_type1, &lg->all_keys, &lg->all_vf, &lg->all_vt};
+	int			cols[10] = {1, 2, 4, 5, 6, 7, 8, 10, 11, 12};
 
 	scd2_exec_catalog(
 		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
@@ -186,13 +280,18 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 		"       COALESCE(pg_catalog.array_agg(c.old_valid_to) FILTER (WHERE NOT c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted)"
+		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_to), '{}'),"
+		"       pg_catalog.count(*)"
 		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
 		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 10; i++)
 		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
 							false, -1);
 	lg->ninserted = scd2_spi_int8(0, 3);
 	lg->nupdated = scd2_spi_int8(0, 9);
+	lg->nrows = scd2_spi_int8(0, 13);
 }
 

@@ -42,6 +42,8 @@ typedef struct Scd2Column
 								 * or bpchar for a char(n) column (trailing
 								 * spaces do not count) */
 	char		stg_category;	/* typcategory of the dimension type */
+	bool		carried;		/* not in staging: the current version's value
+								 * (missing_columns = 'carry_forward') */
 } Scd2Column;
 
 /* A registered dimension resolved for one load. */
@@ -207,6 +209,7 @@ typedef struct Scd2Registration
 	Datum		shape_typmods;
 	char	   *detect;
 	double		max_close_fraction; /* < 0: no limit */
+	bool		carry_forward;	/* missing_columns = 'carry_forward' */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
@@ -263,9 +266,14 @@ typedef struct Scd2LoggedColumn
 	char	   *name;
 	char	   *ident;
 	Oid			typid;
+	char	   *type_sql;		/* its type, qualified, with typmod */
 	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
 	char	   *eqop_sql;		/* OPERATOR(schema.=), or NULL */
 } Scd2LoggedColumn;
+
+/* snapshot_check.c */
+extern void scd2_refuse_stale_snapshot(Oid dim_oid, const char *dim_name, Snapshot xact,
+									   const char *what_nothing);
 
 /* changelog.c */
 extern void scd2_pin_text_forms(void);
@@ -273,6 +281,7 @@ extern bool scd2_changelog_prepare(bool dry_run);
 extern char *scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written);
 extern char *scd2_changelog_sql_first_load(const Scd2Config *cfg);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared);
+extern char *scd2_changelog_encode_sql(Oid typid, const char *expr);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
@@ -316,6 +325,9 @@ extern void scd2_exec_work(const char *sql, int expected, const char *what);
 extern uint64 scd2_exec_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
 								const char *nulls, bool read_only, int expected,
 								const char *what);
+extern uint64 scd2_exec_catalog_snap(const char *sql, int nargs, Oid *argtypes, Datum *values,
+									 const char *nulls, Snapshot snap, bool read_only,
+									 int expected, const char *what);
 extern uint64 scd2_exec_catalog_as_caller(const char *sql, int nargs, Oid *argtypes,
 										  Datum *values, const char *nulls, const char *what);
 extern uint64 scd2_exec_as_owner(Oid owner, const char *sql, int nargs, const Oid *argtypes,

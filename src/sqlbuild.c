@@ -154,6 +154,25 @@ scd2_stored_vt(const Scd2Config *cfg, const char *expr)
 }
 
 /*
+ * A column the staging table lacks, carried forward (missing_columns =
+ * 'carry_forward'): the value of the key's current version, NULL for a
+ * new key.
+ */
+static void
+append_carried(StringInfo buf, const Scd2Config *cfg, const Scd2Column *col)
+{
+	appendStringInfo(buf, "(SELECT d.%s FROM %s d WHERE ", col->ident, cfg->dim_sql);
+	for (int i = 0; i < cfg->nkeys; i++)
+		if (cfg->keys[i].stg_exact)
+			appendStringInfo(buf, "d.%s %s s.%s AND ", cfg->keys[i].ident, cfg->keys[i].eqop_sql,
+							 cfg->keys[i].ident);
+		else
+			appendStringInfo(buf, "d.%s %s CAST(s.%s AS %s) AND ", cfg->keys[i].ident, cfg->keys[i].eqop_sql,
+							 cfg->keys[i].ident, cfg->keys[i].type_sql);
+	appendStringInfo(buf, "%s) AS %s, ", scd2_current_pred(cfg, "d"), col->ident);
+}
+
+/*
  * The staging table normalised: columns cast to the dimension's types,
  * the effective time as _t, the delete marker folded into _present.
  */
@@ -167,7 +186,9 @@ scd2_append_all_staging(StringInfo buf, const Scd2Config *cfg)
 	/* a column already of the exact type is read as is (no per-row cast) */
 	for (int g = 0; g < 4; g++)
 		for (int i = 0; i < counts[g]; i++)
-			if (groups[g][i].stg_exact)
+			if (groups[g][i].carried)
+				append_carried(buf, cfg, &groups[g][i]);
+			else if (groups[g][i].stg_exact)
 				appendStringInfo(buf, "s.%s, ", groups[g][i].ident);
 			else
 				appendStringInfo(buf, "CAST(s.%s AS %s)%s AS %s, ",

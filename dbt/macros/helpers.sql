@@ -68,6 +68,10 @@
   {%- if detect not in ['values', 'timestamp'] -%}
     {{ exceptions.raise_compiler_error("scd2: config detect of " ~ model.name ~ " must be 'values' (a change is a change of a tracked column, dbt's check strategy) or 'timestamp' (a change is a later effective_column, dbt's timestamp strategy), not '" ~ detect ~ "'") }}
   {%- endif -%}
+  {%- set missing_columns = config.get('missing_columns', 'error') -%}
+  {%- if missing_columns not in ['error', 'carry_forward'] -%}
+    {{ exceptions.raise_compiler_error("scd2: config missing_columns of " ~ model.name ~ " must be 'error' (a run whose model lacks a column of the dimension fails and writes nothing) or 'carry_forward' (new versions keep the current version's value of a column the model lacks: a partial extract), not '" ~ missing_columns ~ "'") }}
+  {%- endif -%}
   {%- set current_valid_to = config.get('current_valid_to') -%}
   {%- set max_close_fraction = config.get('max_close_fraction') -%}
   {%- if max_close_fraction is not none and (max_close_fraction is not number or max_close_fraction < 0 or max_close_fraction > 1) -%}
@@ -86,6 +90,7 @@
       'mode': mode,
       'detect': detect,
       'max_close_fraction': max_close_fraction,
+      'missing_columns': missing_columns,
       'current_valid_to': 'null' if current_valid_to is none else (current_valid_to | string),
       'valid_from_column': config.get('valid_from_column', 'valid_from'),
       'valid_to_column': config.get('valid_to_column', 'valid_to'),
@@ -114,13 +119,16 @@
       {%- endif %}
       {%- if cfg.max_close_fraction is not none %},
       max_close_fraction => {{ cfg.max_close_fraction }}
+      {%- endif %}
+      {%- if cfg.missing_columns != 'error' %},
+      missing_columns => {{ scd2.scd2__literal(cfg.missing_columns) }}
       {%- endif %})
 {%- endmacro %}
 
 {#-
   How the registration of a dimension compares with a configuration:
   'missing' (not registered), 'same', 'options' (business key, tracked,
-  Type 1, effective/delete column, mode, detection or max_close_fraction differ: registering
+  Type 1, effective/delete column, mode, detection, max_close_fraction or missing_columns differ: registering
   again is safe) or 'bookkeeping' (bookkeeping column names or
   current_valid_to differ: the existing rows follow the old ones).
 -#}
@@ -149,6 +157,7 @@
           or d.mode is distinct from {{ scd2.scd2__literal(cfg.mode) }}
           or coalesce(pg_catalog.to_jsonb(d) ->> 'detect', 'values') is distinct from {{ scd2.scd2__literal(cfg.detect) }}
           or (pg_catalog.to_jsonb(d) ->> 'max_close_fraction')::pg_catalog.float4 is distinct from {{ 'null' if cfg.max_close_fraction is none else cfg.max_close_fraction }}::pg_catalog.float4
+          or coalesce(pg_catalog.to_jsonb(d) ->> 'missing_columns', 'error') is distinct from {{ scd2.scd2__literal(cfg.missing_columns) }}
           then 'options'
         else 'same' end
       from (select 1) one

@@ -381,6 +381,29 @@ expect "the new versions carry it" "ANN BOB CY DEE" \
     "$(q $DB "SELECT string_agg(owner_code, ' ' ORDER BY owner_code) FROM analytics.dim_account WHERE is_current")"
 before_a=$(accounts)
 
+# ---------------------------------------------------------------- a lost column
+# The model loses owner_code again (the dimension keeps it: a column holds
+# history) while a plan changes: the run fails, naming the column, and
+# writes nothing; with missing_columns='carry_forward' the new version
+# keeps the current version's owner_code.
+sed -i "s/, upper(owner) as owner_code$//" "$proj/models/dim_account.sql"
+q $DB "UPDATE crm.accounts SET plan = 'gold' WHERE owner = 'ann'" >/dev/null
+before_runs=$(runs dim_account)
+if dbt run -s dim_account; then
+    not_ok "a column lost from the model fails the run" "$(dbt_out)"
+elif grep -q 'lacks column "owner_code"' "$work/out"; then
+    ok "a column lost from the model fails the run, naming it"
+else
+    not_ok "a column lost from the model fails the run, naming it" "$(dbt_out)"
+fi
+expect "and writes nothing" "$before_a $before_runs" "$(accounts) $(runs dim_account)"
+sed -i "s/on_schema_change='append_new_columns'/on_schema_change='append_new_columns', missing_columns='carry_forward'/" \
+    "$proj/models/dim_account.sql"
+expect_dbt "missing_columns: carry_forward" run -s dim_account
+expect "the new version keeps the current owner_code" "success src=4 ins=0 new=1 closed=1 del=0 short=0 t1=0 same=3 ANN:gold" \
+    "$(last_run dim_account) $(q $DB "SELECT owner_code || ':' || plan FROM analytics.dim_account WHERE is_current AND owner = 'ann'")"
+before_a=$(accounts)
+
 # --empty renders the sources empty: no load (a full extract with no rows
 # would close every key).
 expect_dbt "dbt run --empty" run --empty -s dim_account
