@@ -215,7 +215,7 @@ read_extracts(Snapshots *ss)
 						   "       pg_catalog.count(*) FILTER (WHERE NOT (%s))"
 						   "  FROM %s s GROUP BY 1 ORDER BY 1",
 						   q, ss->marker, ss->cfg->stg_sql),
-				   0, NULL, NULL, NULL, InvalidSnapshot, true, SPI_OK_SELECT, "reading the extracts");
+				   0, NULL, NULL, NULL, InvalidSnapshot, false, SPI_OK_SELECT, "reading the extracts");
 	ss->n = (int) SPI_processed;
 	ss->at = palloc(sizeof(TimestampTz) * Max(ss->n, 1));
 	ss->rows = palloc(sizeof(int64) * Max(ss->n, 1));
@@ -249,7 +249,7 @@ refuse_older_extracts(const Snapshots *ss)
 					   " WHERE r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
 					   "   AND a.status OPERATOR(pg_catalog.=) 'success'"
 					   " ORDER BY a.effective_at DESC, a.run_id DESC LIMIT 1",
-					  1, argtypes, values, NULL, true, SPI_OK_SELECT,
+					  1, argtypes, values, NULL, false, SPI_OK_SELECT,
 					  "reading the dimension's last load");
 	if (ss->n == 0 || SPI_processed == 0)
 		return;
@@ -339,7 +339,7 @@ fill_extracts(Snapshots *ss)
 	scd2_exec_user("ANALYZE " EXTRACTS_TABLE, 0, NULL, NULL, NULL, InvalidSnapshot, false,
 				   SPI_OK_UTILITY, "analyzing the extracts");
 	scd2_exec_user(X("SELECT `_n, pg_catalog.count(*) FILTER (WHERE `_real) FROM " EXTRACTS_TABLE " GROUP BY 1"),
-				   0, NULL, NULL, NULL, InvalidSnapshot, true, SPI_OK_SELECT, "counting the extracts' rows");
+				   0, NULL, NULL, NULL, InvalidSnapshot, false, SPI_OK_SELECT, "counting the extracts' rows");
 	for (uint64 i = 0; i < SPI_processed; i++)
 		ss->loaded[scd2_spi_int8((int) i, 1) - 1] = scd2_spi_int8((int) i, 2);
 }

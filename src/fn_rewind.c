@@ -75,7 +75,7 @@ run_at_time(const Rewind *rw, TimestampTz t)
 	scd2_exec_catalog("SELECT pg_catalog.max(a.run_id)" RUNS_OF_DIMENSION
 							  "   AND a.status OPERATOR(pg_catalog.=) 'success'"
 							  "   AND a.finished_at OPERATOR(pg_catalog.<=) $3",
-							  3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs of the dimension");
+							  3, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the runs of the dimension");
 	id = scd2_spi_text(0, 1);
 	return id ? scd2_spi_int8(0, 1) : 0;
 }
@@ -91,7 +91,7 @@ require_target(const Rewind *rw)
 
 	scd2_exec_catalog("SELECT a.status" RUNS_OF_DIMENSION
 							  "   AND a.run_id OPERATOR(pg_catalog.=) $3",
-							  3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the target run");
+							  3, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the target run");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -120,7 +120,7 @@ read_runs(Rewind *rw)
 							  "   AND a.status OPERATOR(pg_catalog.=) 'success'"
 							  "   AND a.run_id OPERATOR(pg_catalog.>) $3"
 							  " ORDER BY a.run_id DESC",
-							  3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs of the dimension");
+							  3, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the runs of the dimension");
 	rw->nruns = (int) SPI_processed;
 	ids = palloc(sizeof(int64) * Max(rw->nruns, 1));
 	for (int i = 0; i < rw->nruns; i++)

@@ -173,7 +173,7 @@ read_later_runs(const Run *run, Snapshot snap)
 		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
 		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'",
-		2, argtypes, values, NULL, snap, true, SPI_OK_SELECT, "reading later runs");
+		2, argtypes, values, NULL, snap, false, SPI_OK_SELECT, "reading later runs");
 }
 
 /* The later successful loads of the dimension, or NULL. */
@@ -243,7 +243,7 @@ scd2_revert_registration(const Run *run, const char *dim_name)
 		"       d.current_valid_to"
 		"  FROM scd2.change_log_runs r JOIN scd2.dimensions d ON d.dimension OPERATOR(pg_catalog.=) r.dimension"
 		" WHERE r.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the registration");
+		1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the registration");
 	if (SPI_processed == 0)
 		return run->current_valid_to;
 	changed = scd2_spi_text(0, 1);
