@@ -58,6 +58,11 @@ extern void scd2_memory_budget_init(void);
 extern void scd2_memory_budget_arm(const char *sql);
 extern void scd2_memory_budget_disarm(void);
 
+/* load_explain.c: scd2.explain_statement shows a statement's plan */
+extern void scd2_explain_init(void);
+extern void scd2_explain_if_asked(const char *sql, const char *what, int nargs,
+								  Oid *argtypes, Datum *values, Snapshot snap);
+
 /* load_access.c */
 extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
 								  Oid roleid, bool as_owner);

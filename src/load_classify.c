@@ -158,7 +158,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 	appendStringInfoString(&buf, " FROM ");
 	if (exclude_keys)
 		append_single_row_keys(&buf, cfg);
-	else if (scd2_keys_sort_cheaply(cfg))
+	else if (scd2_keys_cheap_prefix(cfg) > 0)
 	{
 		/*
 		 * Probe in key order: consecutive probes then walk the current-row
@@ -166,12 +166,14 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 		 * instead of jumping; at 1M keys / 200k rows the sort costs ~30 ms
 		 * and the probes take ~0.2 s less.  The nested loop keeps the
 		 * order, so the change table -- and the MERGE that reads it -- is
-		 * in key order too.
+		 * in key order too.  A key whose later columns are text sorts by
+		 * its leading columns that sort cheaply (an (int, text) key by its
+		 * int: 200k keys, 20k rows, the probes 0.7 -> 0.4 s).
 		 */
 		appendStringInfoString(&buf, "(SELECT * FROM ");
 		scd2_append_normalized_staging(&buf, cfg);
 		appendStringInfoString(&buf, " s0 ORDER BY ");
-		scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s0.");
+		scd2_append_cols(&buf, cfg->keys, scd2_keys_cheap_prefix(cfg), "s0.");
 		appendStringInfoString(&buf, ")");
 	}
 	else

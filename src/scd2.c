@@ -7,7 +7,8 @@
  * change_log by the change log (changelog.c), allow_empty_snapshot and
  * allow_large_close by the load driver (load.c), first_load_rebuild_indexes by the first load
  * (load_first.c).  Their defaults are named in scd2.h.
- * scd2.load_memory is defined and read by load_memory.c.
+ * scd2.load_memory is defined and read by load_memory.c,
+ * scd2.explain_statement by load_explain.c.
  */
 #include "scd2.h"
 
@@ -129,5 +130,7 @@ _PG_init(void)
 
 	/* scd2.load_memory, the memory budget of a load's statements (load_memory.c) */
 	scd2_memory_budget_init();
+	/* scd2.explain_statement, a load statement's plan (load_explain.c) */
+	scd2_explain_init();
 	MarkGUCPrefixReserved("scd2");
 }

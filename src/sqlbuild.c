@@ -258,10 +258,21 @@ scd2_partition_by_keys(const Scd2Config *cfg)
 bool
 scd2_keys_sort_cheaply(const Scd2Config *cfg)
 {
-	for (int i = 0; i < cfg->nkeys; i++)
-		if (!cfg->keys[i].sortable || OidIsValid(cfg->keys[i].collid))
-			return false;
-	return true;
+	return scd2_keys_cheap_prefix(cfg) == cfg->nkeys;
+}
+
+/*
+ * How many leading key columns sort cheaply (as above): an (int, text)
+ * key sorted by its int alone is nearly in index order, without strcoll.
+ */
+int
+scd2_keys_cheap_prefix(const Scd2Config *cfg)
+{
+	int			n = 0;
+
+	while (n < cfg->nkeys && cfg->keys[n].sortable && !OidIsValid(cfg->keys[n].collid))
+		n++;
+	return n;
 }
 
 /* The staging key as JSON, from the staging columns themselves. */

@@ -35,6 +35,7 @@ extern void scd2_append_payload_cols(StringInfo buf, const Scd2Config *cfg,
 									 const char *prefix);
 extern char *scd2_partition_by_keys(const Scd2Config *cfg);
 extern bool scd2_keys_sort_cheaply(const Scd2Config *cfg);
+extern int	scd2_keys_cheap_prefix(const Scd2Config *cfg);
 extern char *scd2_staging_key_json(const Scd2Config *cfg);
 
 #endif							/* SCD2_SQLBUILD_H */
