@@ -122,7 +122,6 @@ extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *stor
 							TupleDesc desc);
 
 /* load_write.c */
-extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
 extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern void scd2_append_update_set(StringInfo buf, const Scd2Config *cfg);
 extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg);

@@ -39,18 +39,27 @@
 
 /* ---------- the write ---------- */
 
-/* Change rows per action, and fast-path rows that count as applied. */
-char *
-scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
+/*
+ * The COUNTED metrics (metrics.h), each named as its metric, then the
+ * fast-path rows that count as applied and every change row.
+ */
+#define COUNT_SQL_VALIDATED(name, how)
+#define COUNT_SQL_COUNTED(name, how) \
+	appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE " how ") AS " #name ", ");
+#define COUNT_SQL_DERIVED(name, how)
+#define COUNT_SQL(name, words, source, how) COUNT_SQL_##source(name, how)
+
+static char *
+sql_change_counts(const Scd2Config *cfg, const char *chg)
 {
-	return psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_INSERT "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_NEW_VERSION "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_CLOSE "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_DELETE "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_SHORTEN "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_TYPE1 "),"
-					" pg_catalog.count(*) FILTER (WHERE `_origin = " WT_ORIGIN_FAST " AND `_counts),"
-					" pg_catalog.count(*) FROM %s"), chg);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	SCD2_METRICS(COUNT_SQL)
+	appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE `_origin = " WT_ORIGIN_FAST " AND `_counts)"
+						   " AS fast_counted, pg_catalog.count(*) AS total FROM ");
+	return psprintf("%s%s", X(buf.data), chg);
 }
 
 /*
@@ -402,27 +411,39 @@ scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc de
 	scd2_store_feed(store, desc);
 }
 
+/* Column name of the one row SPI returned, as bigint. */
+static int64
+count_named(const char *name)
+{
+	int			col = SPI_fnumber(SPI_tuptable->tupdesc, name);
+
+	if (col <= 0)
+		elog(ERROR, "scd2: the change counts have no column %s", name);
+	return scd2_spi_int8(0, col);
+}
+
+#define READ_COUNT_VALIDATED(name, how)
+#define READ_COUNT_COUNTED(name, how) m->name = count_named(#name);
+#define READ_COUNT_DERIVED(name, how)
+#define READ_COUNT(name, words, source, how) READ_COUNT_##source(name, how)
+#define DERIVE_VALIDATED(name, how)
+#define DERIVE_COUNTED(name, how)
+#define DERIVE_DERIVED(name, how) m->name = (how);
+#define DERIVE(name, words, source, how) DERIVE_##source(name, how)
+
 /*
- * Step 5a: the change set's counts into the metrics; returns the number
- * of rows the MERGE must process.
+ * Step 5a: the change set's counts into the metrics (the COUNTED and
+ * DERIVED ones of metrics.h); returns the number of rows the MERGE must
+ * process.
  */
 int64
 scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m)
 {
 	int64		fast_counted;
-	int64		total_changes;
 
-	scd2_load_exec(st, scd2_sql_change_counts(st->cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
-	m->inserted = scd2_spi_int8(0, 1);
-	m->new_versions = scd2_spi_int8(0, 2);
-	m->closed = scd2_spi_int8(0, 3);
-	m->deleted = scd2_spi_int8(0, 4);
-	m->shortened = scd2_spi_int8(0, 5);
-	m->type1_updated = scd2_spi_int8(0, 6);
-	fast_counted = scd2_spi_int8(0, 7);
-	total_changes = scd2_spi_int8(0, 8);
-	m->duplicates = cc->complex_rows - cc->distinct;
-	m->unchanged = (m->source_rows - cc->complex_rows - fast_counted) +
-		(cc->distinct - cc->kept - cc->y_applied);
-	return total_changes;
+	scd2_load_exec(st, sql_change_counts(st->cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
+	SCD2_METRICS(READ_COUNT)
+	fast_counted = count_named("fast_counted");
+	SCD2_METRICS(DERIVE)
+	return count_named("total");
 }
