@@ -6,32 +6,16 @@
  */
 #include "scd2.h"
 
-
 #include "access/htup_details.h"
 #include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
 #include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "load.h"
@@ -76,7 +60,7 @@ sql_change_counts(const Scd2Config *cfg, const char *chg)
  * loops allowed, which keep the (outer) source order.  The physical order
  * of the change table is no guide: its heap reuses free space.
  */
-char *
+static char *
 scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 {
 	StringInfoData buf;
@@ -177,7 +161,7 @@ feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
  * rows are found by (key, valid_from) -- MERGE has no RETURNING before
  * PostgreSQL 17 (and a dry run writes nothing).
  */
-char *
+static char *
 scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
 {
 	StringInfoData from;
@@ -198,7 +182,7 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
  * order and columns as scd2_sql_feed, without a second look at the
  * dimension.  Its row count is the MERGE's processed count.
  */
-char *
+static char *
 scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg)
 {
 	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
