@@ -27,7 +27,7 @@
  * The COUNTED metrics (metrics.h), each named as its metric, then the
  * fast-path rows that count as applied and every change row.
  */
-#define COUNT_SQL_VALIDATED(name, how)
+#define COUNT_SQL_SET(name, how)
 #define COUNT_SQL_COUNTED(name, how) \
 	appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE " how ") AS " #name ", ");
 #define COUNT_SQL_DERIVED(name, how)
@@ -406,11 +406,11 @@ count_named(const char *name)
 	return scd2_spi_int8(0, col);
 }
 
-#define READ_COUNT_VALIDATED(name, how)
+#define READ_COUNT_SET(name, how)
 #define READ_COUNT_COUNTED(name, how) m->name = count_named(#name);
 #define READ_COUNT_DERIVED(name, how)
 #define READ_COUNT(name, words, source, how) READ_COUNT_##source(name, how)
-#define DERIVE_VALIDATED(name, how)
+#define DERIVE_SET(name, how)
 #define DERIVE_COUNTED(name, how)
 #define DERIVE_DERIVED(name, how) m->name = (how);
 #define DERIVE(name, words, source, how) DERIVE_##source(name, how)

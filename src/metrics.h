@@ -9,8 +9,7 @@
  *           every bigint column but run_id as a metric)
  *   words   what the NOTICE prints after the count: "<count> <words>"
  *   source  where the count arises, and how is what it is:
- *     VALIDATED  the staging rows that validation counted
- *                (scd2_validate_staging, load_validate.c; how: unused)
+ *     SET        assigned where the count arises: how names the place
  *     COUNTED    a count over the change table: how is its filter, a
  *                condition on the work table's columns (worktable.h; ` is
  *                the internal prefix); scd2_count_changes (load_write.c)
@@ -23,6 +22,11 @@
  * A first load (load_first.c) has no change table and no classification:
  * inserted = the rows its INSERT wrote, unchanged = the rest, the others 0.
  *
+ * The rows a load writes are its COUNTED metrics: dbt's adapter response
+ * (dbt/macros/materialization_scd2.sql) sums every metric but source_rows,
+ * unchanged and duplicates; a new metric that counts no written rows joins
+ * those three there.
+ *
  * A new metric is one line here and its column of scd2.audit_log (added at
  * the end of the table in sql/scd2--<new>.sql and the upgrade script; put
  * its line last here too, so that the NOTICE and dbt show the same order).
@@ -31,7 +35,7 @@
 #define SCD2_METRICS_H
 
 #define SCD2_METRICS(X) \
-	X(source_rows,   "source rows",     VALIDATED, 0) \
+	X(source_rows,   "source rows",     SET,       "load.c, from scd2_validate_staging") \
 	X(inserted,      "inserted",        COUNTED,   "`_action = " WT_ACT_INSERT) \
 	X(new_versions,  "new versions",    COUNTED,   "`_action = " WT_ACT_NEW_VERSION) \
 	X(closed,        "closed",          COUNTED,   "`_action = " WT_ACT_CLOSE) \
