@@ -395,7 +395,7 @@ scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc de
 	scd2_store_feed(store, desc);
 }
 
-/* Column name of the one row SPI returned, as bigint. */
+/* The named column of the one row SPI returned, as bigint. */
 static int64
 count_named(const char *name)
 {
