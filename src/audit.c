@@ -46,8 +46,9 @@ add_arg(AuditRow *row, const char *column, Oid type, Datum value, bool isnull)
 	add_expr(row, column, psprintf("$%d", row->nargs));
 }
 
-#define AUDIT_METRIC(name, words, source, how) \
-	add_arg(&row, #name, INT8OID, Int64GetDatum(m->name), false);
+#define AUDIT_METRIC(name, words, shown, source, how) \
+	if (SCD2_METRIC_SHOWN(shown, m->name)) \
+		add_arg(&row, #name, INT8OID, Int64GetDatum(m->name), false);
 
 /*
  * Insert an audit row; returns its run id.  The caller is connected to SPI
@@ -92,8 +93,9 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	return scd2_spi_int8(0, 1);
 }
 
-#define NOTICE_METRIC(name, words, source, how) \
-	appendStringInfo(&buf, "%s%lld " words, buf.len > 0 ? ", " : "", (long long) m->name);
+#define NOTICE_METRIC(name, words, shown, source, how) \
+	if (SCD2_METRIC_SHOWN(shown, m->name)) \
+		appendStringInfo(&buf, "%s%lld " words, buf.len > 0 ? ", " : "", (long long) m->name);
 
 /* The one-line summary a CALL prints. */
 void

@@ -31,7 +31,7 @@
 #define COUNT_SQL_COUNTED(name, how) \
 	appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE " how ") AS " #name ", ");
 #define COUNT_SQL_DERIVED(name, how)
-#define COUNT_SQL(name, words, source, how) COUNT_SQL_##source(name, how)
+#define COUNT_SQL(name, words, shown, source, how) COUNT_SQL_##source(name, how)
 
 static char *
 sql_change_counts(const Scd2Config *cfg, const char *chg)
@@ -409,11 +409,11 @@ count_named(const char *name)
 #define READ_COUNT_SET(name, how)
 #define READ_COUNT_COUNTED(name, how) m->name = count_named(#name);
 #define READ_COUNT_DERIVED(name, how)
-#define READ_COUNT(name, words, source, how) READ_COUNT_##source(name, how)
+#define READ_COUNT(name, words, shown, source, how) READ_COUNT_##source(name, how)
 #define DERIVE_SET(name, how)
 #define DERIVE_COUNTED(name, how)
 #define DERIVE_DERIVED(name, how) m->name = (how);
-#define DERIVE(name, words, source, how) DERIVE_##source(name, how)
+#define DERIVE(name, words, shown, source, how) DERIVE_##source(name, how)
 
 /*
  * Step 5a: the change set's counts into the metrics (the COUNTED and

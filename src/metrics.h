@@ -1,13 +1,18 @@
 /*
  * metrics.h -- the metrics of a load, declared once.
  *
- * SCD2_METRICS(X) calls X(name, words, source, how) for every metric, in
+ * SCD2_METRICS(X) calls X(name, words, shown, source, how) for every metric, in
  * the order of the NOTICE and of scd2.audit_log's columns:
  *
  *   name    the field of Scd2Metrics (scd2.h) and the bigint column of
  *           scd2.audit_log (audit.c writes it; dbt's materialization reads
  *           every bigint column but run_id as a metric)
  *   words   what the NOTICE prints after the count: "<count> <words>"
+ *   shown   ALWAYS, or NONZERO: written into the audit row and shown in the
+ *           NOTICE only when not 0 -- a metric whose audit_log column a later
+ *           release adds, so that a server with the new library and the
+ *           older objects (before ALTER EXTENSION scd2 UPDATE) still loads
+ *           as before; dbt shows such a column (after message) when not 0
  *   source  where the count arises, and how is what it is:
  *     SET        assigned where the count arises: how names the place
  *     COUNTED    a count over the change table: how is its filter, a
@@ -35,18 +40,23 @@
 #define SCD2_METRICS_H
 
 #define SCD2_METRICS(X) \
-	X(source_rows,   "source rows",     SET,       "load.c, from scd2_validate_staging") \
-	X(inserted,      "inserted",        COUNTED,   "`_action = " WT_ACT_INSERT) \
-	X(new_versions,  "new versions",    COUNTED,   "`_action = " WT_ACT_NEW_VERSION) \
-	X(closed,        "closed",          COUNTED,   "`_action = " WT_ACT_CLOSE) \
-	X(deleted,       "deleted",         COUNTED,   "`_action = " WT_ACT_DELETE) \
-	X(shortened,     "shortened",       COUNTED,   "`_action = " WT_ACT_SHORTEN) \
-	X(type1_updated, "type 1 updates",  COUNTED,   "`_action = " WT_ACT_TYPE1) \
-	X(unchanged,     "unchanged",       DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
-													(cc->distinct - cc->kept - cc->y_applied)) \
-	X(duplicates,    "duplicates",      DERIVED,   cc->complex_rows - cc->distinct)
+	X(source_rows,   "source rows",     ALWAYS,  SET,       "load.c, from scd2_validate_staging") \
+	X(inserted,      "inserted",        ALWAYS,  COUNTED,   "`_action = " WT_ACT_INSERT) \
+	X(new_versions,  "new versions",    ALWAYS,  COUNTED,   "`_action = " WT_ACT_NEW_VERSION) \
+	X(closed,        "closed",          ALWAYS,  COUNTED,   "`_action = " WT_ACT_CLOSE) \
+	X(deleted,       "deleted",         ALWAYS,  COUNTED,   "`_action = " WT_ACT_DELETE) \
+	X(shortened,     "shortened",       ALWAYS,  COUNTED,   "`_action = " WT_ACT_SHORTEN) \
+	X(type1_updated, "type 1 updates",  ALWAYS,  COUNTED,   "`_action = " WT_ACT_TYPE1) \
+	X(unchanged,     "unchanged",       ALWAYS,  DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
+															(cc->distinct - cc->kept - cc->y_applied)) \
+	X(duplicates,    "duplicates",      ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct)
 
 /* The field of Scd2Metrics. */
-#define SCD2_METRIC_FIELD(name, words, source, how) int64 name;
+#define SCD2_METRIC_FIELD(name, words, shown, source, how) int64 name;
+
+/* Whether a metric of this value is written and shown. */
+#define SCD2_METRIC_SHOWN_ALWAYS(value) true
+#define SCD2_METRIC_SHOWN_NONZERO(value) ((value) != 0)
+#define SCD2_METRIC_SHOWN(shown, value) SCD2_METRIC_SHOWN_##shown(value)
 
 #endif							/* SCD2_METRICS_H */

@@ -82,14 +82,19 @@
 
   {#- 4. report: the metrics by name, from the run's audit row.  Every bigint
       column of scd2.audit_log but run_id is a metric (src/metrics.h), shown
-      in column order as its name with spaces; the rows written are every
-      metric but what the load read (source_rows) or left alone. -#}
+      in column order as its name with spaces; one a later release added
+      (after message: NONZERO in metrics.h) only when not 0.  The rows
+      written are every metric but what the load read (source_rows) or left
+      alone. -#}
   {% call statement('scd2_metrics', fetch_result=True) -%}
-    select a.attname::text, (pg_catalog.to_jsonb(l) ->> a.attname::text)::bigint
-      from scd2.audit_log l, pg_catalog.pg_attribute a
+    select a.attname::text, v.value
+      from scd2.audit_log l, pg_catalog.pg_attribute a,
+           lateral (select (pg_catalog.to_jsonb(l) ->> a.attname::text)::bigint as value) v
      where l.run_id = {{ run_id }}
        and a.attrelid = 'scd2.audit_log'::regclass and a.attnum > 0 and not a.attisdropped
        and a.atttypid = 'bigint'::regtype and a.attname <> 'run_id'
+       and (v.value <> 0 or a.attnum < (select m.attnum from pg_catalog.pg_attribute m
+                                         where m.attrelid = a.attrelid and m.attname = 'message'))
      order by a.attnum
   {%- endcall %}
   {%- set m = namespace(parts=[], written=0) -%}
