@@ -10,6 +10,46 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/* the audit row's parameters: 8 columns and the metrics */
+#define SCD2_AUDIT_MAX_ARGS (8 + sizeof(Scd2Metrics) / sizeof(int64))
+
+/* The audit INSERT being built: its columns, values and parameters. */
+typedef struct AuditRow
+{
+	StringInfoData columns;
+	StringInfoData values;
+	Oid			types[SCD2_AUDIT_MAX_ARGS];
+	Datum		args[SCD2_AUDIT_MAX_ARGS];
+	char		nulls[SCD2_AUDIT_MAX_ARGS];
+	int			nargs;
+} AuditRow;
+
+/* A column whose value is an SQL expression. */
+static void
+add_expr(AuditRow *row, const char *column, const char *expr)
+{
+	const char *sep = row->columns.len > 0 ? ", " : "";
+
+	appendStringInfo(&row->columns, "%s%s", sep, column);
+	appendStringInfo(&row->values, "%s%s", sep, expr);
+}
+
+/* A column whose value is the next parameter. */
+static void
+add_arg(AuditRow *row, const char *column, Oid type, Datum value, bool isnull)
+{
+	Assert(row->nargs < SCD2_AUDIT_MAX_ARGS);
+	row->types[row->nargs] = type;
+	row->args[row->nargs] = value;
+	row->nulls[row->nargs] = isnull ? 'n' : ' ';
+	row->nargs++;
+	add_expr(row, column, psprintf("$%d", row->nargs));
+}
+
+#define AUDIT_METRIC(name, words, shown, source, how) \
+	if (SCD2_METRIC_SHOWN(shown, m->name)) \
+		add_arg(&row, #name, INT8OID, Int64GetDatum(m->name), false);
+
 /*
  * Insert an audit row; returns its run id.  The caller is connected to SPI
  * and passes its own role's view of the run; the insert itself runs as the
@@ -20,68 +60,51 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 				 TimestampTz effective_at, TimestampTz started_at,
 				 const Scd2Metrics *m, const char *message)
 {
-	Oid			argtypes[18];
-	Datum		values[18];
-	char		nulls[18];
-	int64		run_id;
+	AuditRow	row;
 	char	   *username = GetUserNameFromId(GetUserId(), false);
-	int			i = 0;
 	/* a load's run id reserved by its change log (changelog.c), or 0 */
 	int64		reserved = strcmp(status, "success") == 0 ? scd2_changelog_claim_run_id(dim_name) : 0;
 
-#define ARG(type, value) (argtypes[i] = (type), values[i] = (value), nulls[i] = ' ', i++)
-	ARG(TEXTOID, CStringGetTextDatum(dim_name));
-	ARG(TEXTOID, CStringGetTextDatum(stg_name));
-	ARG(TEXTOID, CStringGetTextDatum(status));
-	ARG(TIMESTAMPTZOID, TimestampTzGetDatum(effective_at));
-	ARG(TIMESTAMPTZOID, TimestampTzGetDatum(started_at));
-	ARG(INT8OID, Int64GetDatum(m->source_rows));
-	ARG(INT8OID, Int64GetDatum(m->inserted));
-	ARG(INT8OID, Int64GetDatum(m->new_versions));
-	ARG(INT8OID, Int64GetDatum(m->closed));
-	ARG(INT8OID, Int64GetDatum(m->deleted));
-	ARG(INT8OID, Int64GetDatum(m->shortened));
-	ARG(INT8OID, Int64GetDatum(m->type1_updated));
-	ARG(INT8OID, Int64GetDatum(m->unchanged));
-	ARG(INT8OID, Int64GetDatum(m->duplicates));
+	memset(&row, 0, sizeof(row));
+	initStringInfo(&row.columns);
+	initStringInfo(&row.values);
+	add_arg(&row, "dimension", TEXTOID, CStringGetTextDatum(dim_name), false);
+	add_arg(&row, "staging", TEXTOID, CStringGetTextDatum(stg_name), false);
+	add_arg(&row, "status", TEXTOID, CStringGetTextDatum(status), false);
+	add_arg(&row, "effective_at", TIMESTAMPTZOID, TimestampTzGetDatum(effective_at), false);
+	add_arg(&row, "started_at", TIMESTAMPTZOID, TimestampTzGetDatum(started_at), false);
+	add_expr(&row, "finished_at", "pg_catalog.clock_timestamp()");
+	SCD2_METRICS(AUDIT_METRIC)
 	/* a name Datum points to NAMEDATALEN bytes: build one (not the C string) */
-	ARG(NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(username)));
-	ARG(TEXTOID, message ? CStringGetTextDatum(message) : (Datum) 0);
+	add_arg(&row, "username", NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(username)), false);
+	add_expr(&row, "txid", "pg_catalog.pg_current_xact_id()");
+	add_arg(&row, "message", TEXTOID, message ? CStringGetTextDatum(message) : (Datum) 0,
+			message == NULL);
 	if (reserved != 0)
-		ARG(INT8OID, Int64GetDatum(reserved));
-#undef ARG
-	if (message == NULL)
-		nulls[15] = 'n';
+		add_arg(&row, "run_id", INT8OID, Int64GetDatum(reserved), false);
 
-	if (scd2_exec_catalog(reserved == 0 ?
-		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
-		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
-		" type1_updated, unchanged, duplicates, username, txid, message)"
-		" VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp(), $6, $7, $8, $9, $10, $11,"
-		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16) RETURNING run_id" :
-		"INSERT INTO scd2.audit_log (dimension, staging, status, effective_at, started_at,"
-		" finished_at, source_rows, inserted, new_versions, closed, deleted, shortened,"
-		" type1_updated, unchanged, duplicates, username, txid, message, run_id)"
-		" OVERRIDING SYSTEM VALUE"
-		" VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp(), $6, $7, $8, $9, $10, $11,"
-		" $12, $13, $14, $15, pg_catalog.pg_current_xact_id(), $16, $17) RETURNING run_id",
-		i, argtypes, values, nulls, false, SPI_OK_INSERT_RETURNING, "writing the audit row") != 1)
+	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.audit_log (%s)%s VALUES (%s) RETURNING run_id",
+								   row.columns.data,
+								   reserved != 0 ? " OVERRIDING SYSTEM VALUE" : "",
+								   row.values.data),
+						  row.nargs, row.types, row.args, row.nulls, false,
+						  SPI_OK_INSERT_RETURNING, "writing the audit row") != 1)
 		elog(ERROR, "scd2: writing the audit row returned no run id");
-	run_id = scd2_spi_int8(0, 1);
-	return run_id;
+	return scd2_spi_int8(0, 1);
 }
+
+#define NOTICE_METRIC(name, words, shown, source, how) \
+	if (SCD2_METRIC_SHOWN(shown, m->name)) \
+		appendStringInfo(&buf, "%s%lld " words, buf.len > 0 ? ", " : "", (long long) m->name);
 
 /* The one-line summary a CALL prints. */
 void
 scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m, bool dry_run)
 {
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	SCD2_METRICS(NOTICE_METRIC)
 	ereport(NOTICE,
-			(errmsg("scd2: %s%s: %lld source rows, %lld inserted, %lld new versions, %lld closed, "
-					"%lld deleted, %lld shortened, %lld type 1 updates, %lld unchanged, %lld duplicates",
-					dim_name, dry_run ? " (dry run)" : "",
-					(long long) m->source_rows, (long long) m->inserted,
-					(long long) m->new_versions, (long long) m->closed,
-					(long long) m->deleted, (long long) m->shortened,
-					(long long) m->type1_updated, (long long) m->unchanged,
-					(long long) m->duplicates)));
+			(errmsg("scd2: %s%s: %s", dim_name, dry_run ? " (dry run)" : "", buf.data)));
 }

@@ -114,13 +114,9 @@ extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *stor
 							TupleDesc desc);
 
 /* load_write.c */
-extern char *scd2_sql_change_counts(const Scd2Config *cfg, const char *chg);
-extern char *scd2_sql_merge(const Scd2Config *cfg, const char *chg);
 extern void scd2_append_update_set(StringInfo buf, const Scd2Config *cfg);
 extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg);
 extern void scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg);
-extern char *scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run);
-extern char *scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 extern char *scd2_sql_beyond_current(const Scd2Config *cfg);
 extern bool scd2_write_dimension(LoadState *st, int64 total_changes,

@@ -6,32 +6,16 @@
  */
 #include "scd2.h"
 
-
 #include "access/htup_details.h"
 #include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
 #include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "load.h"
@@ -39,18 +23,27 @@
 
 /* ---------- the write ---------- */
 
-/* Change rows per action, and fast-path rows that count as applied. */
-char *
-scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
+/*
+ * The COUNTED metrics (metrics.h), each named as its metric, then the
+ * fast-path rows that count as applied and every change row.
+ */
+#define COUNT_SQL_SET(name, how)
+#define COUNT_SQL_COUNTED(name, how) \
+	appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE " how ") AS " #name ", ");
+#define COUNT_SQL_DERIVED(name, how)
+#define COUNT_SQL(name, words, shown, source, how) COUNT_SQL_##source(name, how)
+
+static char *
+sql_change_counts(const Scd2Config *cfg, const char *chg)
 {
-	return psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_INSERT "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_NEW_VERSION "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_CLOSE "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_DELETE "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_SHORTEN "),"
-					" pg_catalog.count(*) FILTER (WHERE `_action = " WT_ACT_TYPE1 "),"
-					" pg_catalog.count(*) FILTER (WHERE `_origin = " WT_ORIGIN_FAST " AND `_counts),"
-					" pg_catalog.count(*) FROM %s"), chg);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	SCD2_METRICS(COUNT_SQL)
+	appendStringInfoString(&buf, "pg_catalog.count(*) FILTER (WHERE `_origin = " WT_ORIGIN_FAST " AND `_counts)"
+						   " AS fast_counted, pg_catalog.count(*) AS total FROM ");
+	return psprintf("%s%s", X(buf.data), chg);
 }
 
 /*
@@ -67,7 +60,7 @@ scd2_sql_change_counts(const Scd2Config *cfg, const char *chg)
  * loops allowed, which keep the (outer) source order.  The physical order
  * of the change table is no guide: its heap reuses free space.
  */
-char *
+static char *
 scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 {
 	StringInfoData buf;
@@ -168,7 +161,7 @@ feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
  * rows are found by (key, valid_from) -- MERGE has no RETURNING before
  * PostgreSQL 17 (and a dry run writes nothing).
  */
-char *
+static char *
 scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
 {
 	StringInfoData from;
@@ -189,7 +182,7 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
  * order and columns as scd2_sql_feed, without a second look at the
  * dimension.  Its row count is the MERGE's processed count.
  */
-char *
+static char *
 scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg)
 {
 	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
@@ -402,27 +395,39 @@ scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc de
 	scd2_store_feed(store, desc);
 }
 
+/* The named column of the one row SPI returned, as bigint. */
+static int64
+count_named(const char *name)
+{
+	int			col = SPI_fnumber(SPI_tuptable->tupdesc, name);
+
+	if (col <= 0)
+		elog(ERROR, "scd2: the change counts have no column %s", name);
+	return scd2_spi_int8(0, col);
+}
+
+#define READ_COUNT_SET(name, how)
+#define READ_COUNT_COUNTED(name, how) m->name = count_named(#name);
+#define READ_COUNT_DERIVED(name, how)
+#define READ_COUNT(name, words, shown, source, how) READ_COUNT_##source(name, how)
+#define DERIVE_SET(name, how)
+#define DERIVE_COUNTED(name, how)
+#define DERIVE_DERIVED(name, how) m->name = (how);
+#define DERIVE(name, words, shown, source, how) DERIVE_##source(name, how)
+
 /*
- * Step 5a: the change set's counts into the metrics; returns the number
- * of rows the MERGE must process.
+ * Step 5a: the change set's counts into the metrics (the COUNTED and
+ * DERIVED ones of metrics.h); returns the number of rows the MERGE must
+ * process.
  */
 int64
 scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m)
 {
 	int64		fast_counted;
-	int64		total_changes;
 
-	scd2_load_exec(st, scd2_sql_change_counts(st->cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
-	m->inserted = scd2_spi_int8(0, 1);
-	m->new_versions = scd2_spi_int8(0, 2);
-	m->closed = scd2_spi_int8(0, 3);
-	m->deleted = scd2_spi_int8(0, 4);
-	m->shortened = scd2_spi_int8(0, 5);
-	m->type1_updated = scd2_spi_int8(0, 6);
-	fast_counted = scd2_spi_int8(0, 7);
-	total_changes = scd2_spi_int8(0, 8);
-	m->duplicates = cc->complex_rows - cc->distinct;
-	m->unchanged = (m->source_rows - cc->complex_rows - fast_counted) +
-		(cc->distinct - cc->kept - cc->y_applied);
-	return total_changes;
+	scd2_load_exec(st, sql_change_counts(st->cfg, CHG_TABLE), SPI_OK_SELECT, "counting changes");
+	SCD2_METRICS(READ_COUNT)
+	fast_counted = count_named("fast_counted");
+	SCD2_METRICS(DERIVE)
+	return count_named("total");
 }

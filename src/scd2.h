@@ -5,6 +5,7 @@
 #define SCD2_H
 
 #include "compat.h"
+#include "metrics.h"
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
@@ -109,18 +110,10 @@ typedef struct Scd2ConvItem
 	bool		effective;		/* the effective column */
 } Scd2ConvItem;
 
-/* Exact metrics of one load. */
+/* Exact metrics of one load: one field per line of SCD2_METRICS. */
 typedef struct Scd2Metrics
 {
-	int64		source_rows;
-	int64		inserted;
-	int64		new_versions;
-	int64		closed;
-	int64		deleted;
-	int64		shortened;
-	int64		type1_updated;
-	int64		unchanged;
-	int64		duplicates;
+	SCD2_METRICS(SCD2_METRIC_FIELD)
 } Scd2Metrics;
 
 /*

@@ -80,14 +80,32 @@
   {%- endcall %}
   {%- set run_id = load_result('scd2_apply')['data'][0][0] -%}
 
-  {#- 4. report -#}
+  {#- 4. report: the metrics by name, from the run's audit row.  Every bigint
+      column of scd2.audit_log but run_id is a metric (src/metrics.h), shown
+      in column order as its name with spaces; one a later release added
+      (after message: NONZERO in metrics.h) only when not 0.  The rows
+      written are every metric but what the load read (source_rows) or left
+      alone. -#}
   {% call statement('scd2_metrics', fetch_result=True) -%}
-    select source_rows, inserted, new_versions, closed, deleted, shortened, type1_updated, unchanged, duplicates
-      from scd2.audit_log where run_id = {{ run_id }}
+    select a.attname::text, v.value
+      from scd2.audit_log l, pg_catalog.pg_attribute a,
+           lateral (select (pg_catalog.to_jsonb(l) ->> a.attname::text)::bigint as value) v
+     where l.run_id = {{ run_id }}
+       and a.attrelid = 'scd2.audit_log'::regclass and a.attnum > 0 and not a.attisdropped
+       and a.atttypid = 'bigint'::regtype and a.attname <> 'run_id'
+       and (v.value <> 0 or a.attnum < (select m.attnum from pg_catalog.pg_attribute m
+                                         where m.attrelid = a.attrelid and m.attname = 'message'))
+     order by a.attnum
   {%- endcall %}
-  {%- set m = load_result('scd2_metrics')['data'][0] -%}
-  {%- set written = m[1] + m[2] + m[3] + m[4] + m[5] + m[6] -%}
-  {%- set summary = "scd2 run " ~ run_id ~ ": " ~ m[0] ~ " source rows, " ~ m[1] ~ " inserted, " ~ m[2] ~ " new versions, " ~ m[3] ~ " closed, " ~ m[4] ~ " deleted, " ~ m[5] ~ " shortened, " ~ m[6] ~ " type1 updated, " ~ m[7] ~ " unchanged, " ~ m[8] ~ " duplicates" -%}
+  {%- set m = namespace(parts=[], written=0) -%}
+  {%- for name, value in load_result('scd2_metrics')['data'] -%}
+    {%- do m.parts.append(value ~ " " ~ name.replace('_', ' ')) -%}
+    {%- if name not in ['source_rows', 'unchanged', 'duplicates'] -%}
+      {%- set m.written = m.written + value -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set written = m.written -%}
+  {%- set summary = "scd2 run " ~ run_id ~ ": " ~ m.parts | join(", ") -%}
   {{ log(summary ~ " (" ~ target_relation ~ ", scd2.audit_log)", info=True) }}
   {% call noop_statement('main', 'SCD2 ' ~ written, 'SCD2', written) -%}
     -- {{ summary }}
