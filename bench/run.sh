@@ -16,7 +16,9 @@
 #   APPROACHES="scd2 seeds dbt floor"   (also: scd2_merge, scd2.merge with
 #                       its change feed, on the same dimension; scd2_nolog,
 #                       scd2.apply with SET scd2.change_log = off -- the
-#                       load without its change log)
+#                       load without its change log; scd2_untracked,
+#                       scd2.apply with SET track_activities = off -- the
+#                       load without its progress reports)
 #   NO_OVERLAP=0        1: also scd2_no_overlap, scd2.apply on a copy of the
 #                       dimension registered with no_overlap => true (an
 #                       exclusion constraint; needs btree_gist)
@@ -114,7 +116,7 @@ log "batch: $COMPOSITION"
 
 table_of() {
     case $1 in
-        scd2|scd2_merge|scd2_nolog|floor) echo dim ;;
+        scd2|scd2_merge|scd2_nolog|scd2_untracked|floor) echo dim ;;
         scd2_no_overlap) echo dim_nov ;;
         seeds) echo dim_seed ;;
         dbt) echo dim_dbt ;;

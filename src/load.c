@@ -406,6 +406,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		use_extract_rows(cfg, req->extract);
 
 	/* 3. */
+	scd2_progress_begin(cfg, req->dim_oid, req->stg_oid);
+	scd2_progress_phase(SCD2_PROGRESS_VALIDATING, 0, -1, -1, -1);
 	scd2_check_conversions(&st);
 	m->source_rows = scd2_validate_staging(&st, &several);
 	st.source_rows = m->source_rows;
@@ -422,18 +424,21 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	 */
 	if (scd2_first_load_applies(&st, req->dry_run, several))
 	{
+		scd2_progress_phase(SCD2_PROGRESS_FIRST_LOAD, 0, m->source_rows, 0, m->source_rows);
 		scd2_first_load(&st, m, req->want_feed ? res->feed : NULL, res->feed_desc);
 		fed = true;
 	}
 	else
 	{
 		/* 4. Classify: the fast path, then the general path for complex keys. */
+		scd2_progress_phase(SCD2_PROGRESS_CLASSIFYING, 0, m->source_rows, -1, -1);
 		scd2_classify(&st, several, &cc);
 
 		/* 5. Count, write, verify. */
 		total_changes = scd2_count_changes(&st, &cc, m);
 		if (!req->dry_run)
 			refuse_large_close(&st, m);
+		scd2_progress_phase(SCD2_PROGRESS_CHANGE_LOG, m->source_rows, m->source_rows, 0, total_changes);
 
 		/*
 		 * the change log (changelog.c): before-images of what the MERGE
@@ -442,6 +447,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		 */
 		if (st.citus != SCD2_CITUS_NONE)
 		{
+			scd2_progress_phase(SCD2_PROGRESS_WRITING, m->source_rows, m->source_rows, 0, total_changes);
 			if (!req->dry_run && total_changes > 0)
 				fed = scd2_citus_write(&st, total_changes, req->want_feed);
 			if (!req->dry_run)
@@ -451,6 +457,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		{
 			if (!req->dry_run)
 				scd2_load_record_change_log(&st, scd2_changelog_sql(cfg, CHG_TABLE, NULL), true);
+			scd2_progress_phase(SCD2_PROGRESS_WRITING, m->source_rows, m->source_rows, 0, total_changes);
 			if (!req->dry_run && total_changes > 0)
 				fed = scd2_write_dimension(&st, total_changes, req->want_feed ? res->feed : NULL,
 										   res->feed_desc);
@@ -459,8 +466,12 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 	/* 6. */
 	if (req->want_feed && !fed)
+	{
+		scd2_progress_phase(SCD2_PROGRESS_FEED, m->source_rows, m->source_rows, -1, -1);
 		scd2_read_feed(&st, req->dry_run, res->feed, res->feed_desc);
+	}
 
+	scd2_progress_end();
 	scd2_drop_work_tables();
 	UnregisterSnapshot(st.snap);
 	scd2_owner_leave(&oc);

@@ -62,6 +62,21 @@ extern void scd2_memory_budget_disarm(void);
 extern void scd2_explain_init(void);
 extern void scd2_explain_if_asked(const char *sql, const char *what, int nargs,
 								  Oid *argtypes, Datum *values, Snapshot snap);
+/* load_progress.c: a running load's phase, in pg_stat_activity */
+typedef enum Scd2ProgressPhase
+{
+	SCD2_PROGRESS_VALIDATING,
+	SCD2_PROGRESS_CLASSIFYING,
+	SCD2_PROGRESS_CHANGE_LOG,
+	SCD2_PROGRESS_WRITING,
+	SCD2_PROGRESS_FIRST_LOAD,
+	SCD2_PROGRESS_FEED,
+	SCD2_PROGRESS_PHASES		/* how many */
+} Scd2ProgressPhase;
+extern void scd2_progress_begin(const Scd2Config *cfg, Oid dim_oid, Oid stg_oid);
+extern void scd2_progress_phase(Scd2ProgressPhase phase, int64 rows_done, int64 rows_total,
+								int64 changes_done, int64 changes_total);
+extern void scd2_progress_end(void);
 
 /* load_access.c */
 extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,

@@ -75,14 +75,14 @@ echo "# before the load: $KEYS keys, md5+rows $before, $((SECONDS - started)) s"
     >"$SCD2_RUN_DIR/load.out" 2>&1 &
 loader=$!
 
-# The MERGE is running once the loading backend holds ROW EXCLUSIVE on the
-# dimension (the statements before it only read it; SPI statements do not
-# show in pg_stat_activity.query, which stays the CALL).
+# The MERGE is running once scd2.load_progress shows the load writing the
+# dimension and its backend holds ROW EXCLUSIVE on it (the statements
+# before the MERGE only read it).
 merging=0
 for _ in $(seq 1 600); do
-    n=$(q -c "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+    n=$(q -c "SELECT count(*) FROM pg_locks l JOIN scd2.load_progress p USING (pid)
                WHERE l.relation = 'dim'::regclass AND l.mode = 'RowExclusiveLock' AND l.granted
-                 AND a.query LIKE 'CALL scd2.apply%'" 2>/dev/null)
+                 AND p.dimension = 'dim'::regclass AND p.phase = 'writing dimension'" 2>/dev/null)
     if [ "${n:-0}" -gt 0 ]; then merging=1; break; fi
     kill -0 "$loader" 2>/dev/null || break
     sleep 0.05

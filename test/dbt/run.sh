@@ -35,6 +35,9 @@ DBT_POSTGRES_VERSION=${SCD2_DBT_POSTGRES_VERSION:-1.11.0}
 cache=/var/cache/scd2
 [ -w "$(dirname "$cache")" ] || [ -w "$cache" ] || cache=${XDG_CACHE_HOME:-$HOME/.cache}/scd2
 VENV=${SCD2_DBT_VENV:-$cache/dbt-venv-core$DBT_CORE_VERSION-postgres$DBT_POSTGRES_VERSION}
+# docs/DBT.md's line that installs dbt
+HOME_VENV_LINE="~/dbt-venv/bin/pip install dbt-core==$DBT_CORE_VERSION dbt-postgres==$DBT_POSTGRES_VERSION"
+SKIP=0
 DB=scd2_dbt
 EXDB=scd2_dbt_example
 
@@ -122,10 +125,6 @@ YML
 proj=$work/project
 cp -r "$here/project" "$proj"
 mkdir -p "$proj/snapshots"
-cat >"$proj/packages.yml" <<YML
-packages:
-  - local: $root/dbt
-YML
 # The README's example: every fenced block preceded by a line
 #   <!-- test/dbt/project: PATH -->
 # is written to PATH in the project; prints how many.
@@ -183,7 +182,55 @@ INSERT INTO crm.accounts VALUES
     ('eu', 1, 'ann', 'basic'), ('eu', 2, 'bob', NULL), ('us', 1, 'cy', 'pro');
 SQL
 
-expect_dbt "dbt deps installs the scd2 package" deps
+# ------------------------------------------------------------ packages.yml
+# docs/DBT.md's three packages.yml, exactly, each block preceded by a line
+#   <!-- test/dbt/packages.yml: NAME -->
+# with only the placeholders filled in: the git URL is a file:// clone of
+# this repository whose main is the commit under test (HEAD), the commit id
+# is HEAD's, the local path is this checkout's dbt/.  The local form is
+# installed last: the runs below use the working tree's package.
+awk -v dir="$work" '
+    /^<!-- test\/dbt\/packages\.yml: [a-z]+ -->$/ { f = dir "/packages." $3 ".yml"; want = 1; next }
+    want && /^```/ { want = 0; copying = 1; printf "" > f; next }
+    copying && /^```$/ { copying = 0; close(f); next }
+    copying { print >> f }' "$root/docs/DBT.md"
+# deps_with NAME: dbt deps with packages.NAME.yml; the installed package
+# must be the repository's dbt/ (its dbt_project.yml and macros).
+deps_with() {
+    local name=$1
+    rm -rf "$proj/dbt_packages" "$proj/package-lock.yml"
+    cp "$work/packages.$name.yml" "$proj/packages.yml"
+    if ! dbt deps; then
+        not_ok "dbt deps with docs/DBT.md's $name packages.yml" "$(cat "$proj/packages.yml")
+$(dbt_out)"
+    elif ! diff -r "$root/dbt/macros" "$proj/dbt_packages/scd2/macros" >/dev/null ||
+         ! cmp -s "$root/dbt/dbt_project.yml" "$proj/dbt_packages/scd2/dbt_project.yml"; then
+        not_ok "dbt deps with docs/DBT.md's $name packages.yml installs dbt/" "$(ls -R "$proj/dbt_packages" | head -20)"
+    else
+        ok "dbt deps with docs/DBT.md's $name packages.yml installs the scd2 package"
+    fi
+}
+for name in git pinned local; do
+    [ -s "$work/packages.$name.yml" ] || not_ok "docs/DBT.md has the $name packages.yml"
+done
+[ -n "${SCD2_DBT_CORE_VERSION:-}${SCD2_DBT_POSTGRES_VERSION:-}" ] ||
+    expect "docs/DBT.md's dbt install line has the versions tested here" 1 \
+        "$(grep -cxF "$HOME_VENV_LINE" "$root/docs/DBT.md")"
+if head=$(git -C "$root" rev-parse -q --verify HEAD 2>/dev/null) && [ -z "$(git -C "$root" status --porcelain -- dbt)" ]; then
+    git clone -q --bare "file://$root" "$work/scd2.git" &&
+        git -C "$work/scd2.git" update-ref refs/heads/main "$head" ||
+        not_ok "a file:// clone of the repository"
+    sed -i "s|\"<URL of this repository>\"|\"file://$work/scd2.git\"|; s|\"<commit id>\"|\"$head\"|" \
+        "$work/packages.git.yml" "$work/packages.pinned.yml"
+    deps_with git
+    deps_with pinned
+else
+    # a tree that is no git checkout, or whose dbt/ differs from HEAD's
+    echo "SKIPPED: the git forms of packages.yml (no git checkout, or dbt/ has uncommitted changes)"
+    SKIP=2
+fi
+sed -i "s|/path/to/scd2/dbt|$root/dbt|" "$work/packages.local.yml"
+deps_with local
 expect_dbt "dbt snapshot: the snapshot to take over, and a reference kept by dbt" snapshot
 
 customers() {
