@@ -71,6 +71,18 @@ install_missing() {
     fi
 }
 
+# The Debian release whose binary packages have PostgreSQL $1, for the
+# versions Debian 12 has none of (16 ships in no Debian release): the 17
+# and 18 legs and packages are run and built in a chroot of it
+# (scripts/chroot.sh).
+chroot_suite() {
+    case $1 in
+        17) echo trixie ;;
+        18) echo sid ;;
+        *) return 1 ;;
+    esac
+}
+
 # pg_select 15 | pg_select 18 | pg_select /path/to/pg_config
 pg_select() {
     local target=$1 pkgs bin
@@ -126,6 +138,12 @@ build_install() {
     local dir="$SCD2_ROOT/build/pg$PG_MAJOR"
     local mk=(make -C "$dir" -f "$SCD2_ROOT/Makefile" -s PG_CONFIG="$PG_CONFIG" COPT="-Werror")
     log "building scd2 in build/pg$PG_MAJOR"
+    # Objects of an in-tree build (a plain `make`) would be found through
+    # VPATH and linked into this version's build: remove them first.
+    if compgen -G "$SCD2_ROOT/src/*.o" >/dev/null || [ -e "$SCD2_ROOT/scd2.so" ]; then
+        log "removing the objects of an in-tree build (src/*.o, src/*.bc, scd2.so)"
+        rm -f "$SCD2_ROOT"/src/*.o "$SCD2_ROOT"/src/*.bc "$SCD2_ROOT/scd2.so"
+    fi
     mkdir -p "$dir"
     "${mk[@]}" clean >/dev/null
     "${mk[@]}"

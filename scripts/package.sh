@@ -8,10 +8,11 @@
 #   15  on this machine (Debian 12's postgresql-server-dev-15)
 #   17  in a Debian 13 (trixie) chroot, where postgresql-17 is a package
 #   18  in a Debian unstable (sid) chroot, where postgresql-18 is a package
-#       (the source build scripts/test.sh tests 18 with lives in a private
+#       (the source build scripts/pg_source.sh makes lives in a private
 #       prefix no package owns: a package built against it would install
 #       into that prefix and depend on a postgresql-18 package no apt
 #       source of Debian 12 has)
+# (chroot_suite in lib.sh says which release.)
 #
 # Each package is built from a copy of the working tree (build/deb/pgNN)
 # and lands in dist/postgresql-NN-scd2_VERSION_ARCH.deb.  Prints the
@@ -22,26 +23,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-# The Debian release whose binary packages have PostgreSQL $1 when Debian
-# 12 has none of it (scripts/test.sh runs the 17 leg in the same chroot).
-package_suite() {
-    case $1 in
-        17) echo trixie ;;
-        18) echo sid ;;
-        *) return 1 ;;
-    esac
-}
-
 deb_version=$(sed -n '1s/^scd2 (\([^)]*\)).*/\1/p' "$SCD2_ROOT/debian/changelog")
 upstream=${deb_version%-*}
-BUILD_PACKAGES="dpkg-dev debhelper postgresql-server-dev-all"
+BUILD_PACKAGES="build-essential dpkg-dev debhelper postgresql-server-dev-all"
 
-# A copy of the working tree without build output or git metadata.
+# A copy of the working tree without build output or git metadata (an
+# in-tree object would be taken by pg_buildext's out-of-tree build).
 stage_source() {
     local major=$1 dir="$SCD2_ROOT/build/deb/pg$1"
     rm -rf "$dir"
     mkdir -p "$dir/scd2-$upstream"
-    tar -C "$SCD2_ROOT" --exclude=./build --exclude=./dist --exclude=./.git -cf - . |
+    tar -C "$SCD2_ROOT" --exclude=./build --exclude=./dist --exclude=./.git \
+        --exclude='*.o' --exclude='*.bc' --exclude='*.so' -cf - . |
         tar -C "$dir/scd2-$upstream" -xf -
 }
 
@@ -68,7 +61,7 @@ build_version() {
     stage_source "$major"
     if [ -x "/usr/lib/postgresql/$major/bin/pg_config" ] || debian_server_packages "$major" >/dev/null 2>&1; then
         build_here "$major"
-    elif suite=$(package_suite "$major"); then
+    elif suite=$(chroot_suite "$major"); then
         # shellcheck disable=SC2086
         "$here/chroot.sh" ensure "$suite" $SCD2_BUILD_PACKAGES $BUILD_PACKAGES "postgresql-$major" \
             "postgresql-server-dev-$major" >/dev/null || rc=$?

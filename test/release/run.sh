@@ -40,6 +40,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # ------------------------------------------------------------ the versions
+[ "$(id -u)" != 0 ] || install_missing python3
 if out=$("$root/scripts/check_versions.sh" 2>&1); then pass "versions agree"; else fail "versions agree"; fi
 echo "$out" | sed 's/^/# /'
 version=$(echo "$out" | sed -n 's/^versions agree: //p')
@@ -109,16 +110,12 @@ else
             continue
         fi
         pass "scripts/package.sh $major builds $deb ($(du -k "$root/$deb" | cut -f1) kB)"
-        case $major in
-            17) suite=trixie ;;
-            18) suite=sid ;;
-            *) suite="" ;;
-        esac
-        if [ -z "$suite" ]; then
-            "$here/package_smoke.sh" "$major" "$root/$deb" | tap
+        # Where it was built: here, or the chroot of its Debian release.
+        if [ -x "/usr/lib/postgresql/$major/bin/pg_config" ] || ! suite=$(chroot_suite "$major"); then
+            tap < <("$here/package_smoke.sh" "$major" "$root/$deb")
         else
-            "$root/scripts/chroot.sh" run "$suite" env SCD2_PORT="$SCD2_PORT" \
-                /scd2/test/release/package_smoke.sh "$major" "/scd2/$deb" | tap
+            tap < <("$root/scripts/chroot.sh" run "$suite" env SCD2_PORT="$SCD2_PORT" \
+                /scd2/test/release/package_smoke.sh "$major" "/scd2/$deb")
         fi
     done
 fi
