@@ -56,66 +56,17 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-#include "access/genam.h"
-#include "access/nbtree.h"
-#include "access/htup_details.h"
-#include "access/itup.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/visibilitymap.h"
-#include "access/xact.h"
-#include "catalog/pg_am_d.h"
-#include "catalog/pg_class_d.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "executor/nodeHash.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
+
 #include "fmgr.h"
-#include "lib/ilist.h"
-#include "lib/stringinfo.h"
-#include "miscadmin.h"
-#include "nodes/pg_list.h"
-#include "portability/instr_time.h"
-#include "parser/parse_coerce.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "storage/predicate.h"
 #include "storage/proc.h"
-#include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
-#include "utils/date.h"
-#include "utils/fmgroids.h"
-#include "utils/float.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/rls.h"
 #include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 
 #include "scd2.h"
 #include "asof.h"
 
 PG_FUNCTION_INFO_V1(scd2_asof);
-
-/* Error for a call with the wrong number of key values. */
-void
-scd2_asof_wrong_key_count(AsofCache *c, int given)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("wrong number of business key values for dimension \"%s\"", c->relname),
-			 errdetail("The business key has %d column(s); %d value(s) were given.", c->nkeys, given),
-			 errhint("Pass one value per business key column, in the order they were registered.")));
-}
 
 /* A key argument's value as its column's comparison expects it. */
 static Datum
@@ -320,7 +271,14 @@ scd2_asof(PG_FUNCTION_ARGS)
 	if (c == NULL || c->relid != relid || c->lxid != SCD2_MY_LXID ||
 		c->cid != GetCurrentCommandId(false))
 	{
-		c = scd2_asof_build_cache(fcinfo, c, relid);
+		AsofCache  *fresh = scd2_asof_build_cache(fcinfo, relid);
+
+		/* a Citus table: its rows are in shards (asof_citus.c) */
+		scd2_asof_citus_setup(fresh);
+		/* the old cache stays usable until the new one is complete */
+		if (c != NULL)
+			MemoryContextDelete(c->cxt);
+		c = fresh;
 		fcinfo->flinfo->fn_extra = c;
 	}
 

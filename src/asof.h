@@ -13,10 +13,12 @@
 #include "access/genam.h"
 #include "access/skey.h"
 #include "access/xact.h"
+#include "catalog/pg_type_d.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "lib/ilist.h"
 #include "storage/buf.h"
+#include "utils/date.h"
 #include "utils/relcache.h"
 #include "utils/resowner.h"
 #include "utils/snapshot.h"
@@ -55,74 +57,6 @@ typedef struct AsofKey
 	Oid			argoutfn;		/* output function of argtype, for messages */
 } AsofKey;
 
-/*
- * Bulk mode: the dimension's visible versions in memory, built by one ordered
- * walk of the as-of index (asof_map.c).  Sorted parallel arrays, no
- * per-version structs: the business keys in index order, and per key its
- * versions, contiguous and in ascending valid_from order, from first[key] to
- * first[key + 1] - 1.  A version is its valid_from and surrogate key (each
- * 32 bits wide while the values allow it, see AsofPacked) and one bit: set
- * when its valid_to is not simply "until the next version's start" (or open,
- * for the last), in which case valid_to is in the exception arrays.
- */
-#define ASOF_VT_OPEN	PG_INT64_MAX
-#define ASOF_VT_NEVER	PG_INT64_MIN	/* the surrogate key is NULL */
-
-/* int64 values kept as 32-bit offsets from base while they all fit */
-typedef struct AsofPacked
-{
-	int64		base;
-	int32	   *v32;			/* NULL once widened */
-	int64	   *v64;			/* NULL until then */
-} AsofPacked;
-
-static inline int64
-asof_packed_get(const AsofPacked *p, uint32 i)
-{
-	return p->v32 != NULL ? p->base + p->v32[i] : p->v64[i];
-}
-
-typedef enum AsofMapKeys
-{
-	MAP_KEYS_DATUM,				/* Datum arrays, one per key column */
-	MAP_KEYS_INT,				/* one integer column: an int64 array */
-	MAP_KEYS_DENSE				/* one integer column without many gaps: no
-								 * key array, first[] has a slot per value
-								 * from kmin to kmax */
-} AsofMapKeys;
-
-typedef struct AsofMap
-{
-	Size		bytes;			/* allocated for the map, in its context */
-	Size		limit;			/* scd2.asof_map_memory */
-
-	AsofMapKeys form;
-	uint32		nkeys;
-	uint32		maxkeys;
-	Datum	   *dkeys[INDEX_MAX_KEYS];	/* MAP_KEYS_DATUM, by column */
-	FmgrInfo   *cmp_arg;		/* MAP_KEYS_DATUM: column value vs argument */
-	int64	   *ikeys;			/* MAP_KEYS_INT */
-	bool		desc;			/* MAP_KEYS_INT: descending key column */
-	int			arglen;			/* MAP_KEYS_INT / DENSE: the argument's width */
-	int64		kmin;			/* MAP_KEYS_INT / DENSE: smallest and */
-	int64		kmax;			/* largest key */
-	uint32	   *first;			/* nkeys + 1 (DENSE: kmax - kmin + 2) */
-
-	uint32		nversions;
-	uint32		maxversions;
-	AsofPacked	vf;				/* valid_from (a date widened to int64) */
-	AsofPacked	sk;
-	uint64	   *vt_bits;		/* bit set: valid_to in the exceptions */
-	uint32		nexc;
-	uint32		maxexc;
-	uint32	   *exc_version;	/* ascending version numbers */
-	int64	   *exc_vt;			/* their valid_to, or ASOF_VT_NEVER */
-
-	char	   *arena;			/* by-reference key values, packed */
-	Size		arena_used;
-	Size		arena_size;
-} AsofMap;
-
 typedef enum AsofMapState
 {
 	MAP_NONE,					/* probing; not tried yet for this snapshot */
@@ -131,6 +65,7 @@ typedef enum AsofMapState
 } AsofMapState;
 
 struct AsofCitus;
+struct AsofMap;
 
 /*
  * Everything derived from the registry for one call site, valid for one
@@ -194,7 +129,7 @@ typedef struct AsofCache
 	/* calls under this snapshot, and the map built from it (in opencxt) */
 	int64		ncalls;
 	AsofMapState map_state;
-	AsofMap    *map;
+	struct AsofMap *map;	/* asof_map.c */
 
 	/*
 	 * A Citus table (asof_citus.c): where its rows are; NULL otherwise.
@@ -225,23 +160,28 @@ typedef struct AsofEntry
 				sknull;
 } AsofEntry;
 
-/* asof.c */
-extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
+/* A valid_from / valid_to value as an int64 that sorts as the btree sorts it. */
+static inline int64
+scd2_asof_time_value(const AsofCache *c, Datum d)
+{
+	if (c->vftype == DATEOID)
+		return (int64) DatumGetDateADT(d);
+	return DatumGetInt64(d);
+}
 
 /* asof_cache.c */
-extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid);
+extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid);
 extern AsofCache *scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel);
 
 /* asof_citus.c */
-extern bool scd2_asof_citus_registration(Oid relid, const char *relname, MemoryContext cxt,
-										 struct Scd2AsofRegistration *out);
-extern void scd2_asof_citus_setup(AsofCache *c, Relation index);
+extern void scd2_asof_citus_setup(AsofCache *c);
 extern AsofRoute scd2_asof_citus_route(AsofCache *c, AsofCache **target);
 extern void scd2_asof_citus_forget(AsofCache *c, Snapshot snapshot);
 extern bool scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk);
 extern void scd2_asof_citus_unreachable(AsofCache *c, const char *key);
 
 /* asof_keys.c */
+extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
 extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);
 extern void scd2_asof_setup_valid_from_key(AsofCache *c, Relation index);
 

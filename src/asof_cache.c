@@ -5,53 +5,22 @@
  * lives in fn_extra.
  */
 #include "postgres.h"
-#include "access/genam.h"
-#include "access/nbtree.h"
-#include "access/htup_details.h"
-#include "access/itup.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
+
 #include "access/table.h"
-#include "access/tableam.h"
-#include "access/visibilitymap.h"
-#include "access/xact.h"
 #include "catalog/pg_am_d.h"
-#include "catalog/pg_class_d.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "executor/nodeHash.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
-#include "lib/ilist.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/pg_list.h"
-#include "portability/instr_time.h"
-#include "parser/parse_coerce.h"
 #include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "storage/predicate.h"
 #include "storage/proc.h"
-#include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
-#include "utils/date.h"
-#include "utils/fmgroids.h"
-#include "utils/float.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
 #include "utils/rls.h"
-#include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 
 #include "scd2.h"
 #include "asof.h"
+#include "citus.h"			/* scd2_citus_table */
 
 
 /* The dimension's name as regclass prints it (qualified when not visible). */
@@ -82,6 +51,147 @@ registered_column(AsofCache *c, const char *colname, const char *what)
 	return attnum;
 }
 
+static bool
+is_time_type(Oid t)
+{
+	return t == TIMESTAMPTZOID || t == TIMESTAMPOID || t == DATEOID;
+}
+
+static bool
+is_int_type(Oid t)
+{
+	return t == INT8OID || t == INT4OID || t == INT2OID;
+}
+
+/*
+ * Does this index have the as-of index's shape: a valid, non-partial
+ * btree on plain columns (business key..., valid_from) INCLUDE (two
+ * columns: an integer surrogate key and a valid_to of valid_from's type)?
+ * Then fill reg (column names in cxt).
+ */
+static bool
+asof_index_shape(Relation heap, Relation index, MemoryContext cxt,
+				 Scd2AsofRegistration *reg)
+{
+	Form_pg_index ind = index->rd_index;
+	int			nkey = ind->indnkeyatts;
+	TupleDesc	td = RelationGetDescr(heap);
+	Oid			vftype;
+	AttrNumber	vf,
+				sk = InvalidAttrNumber,
+				vt = InvalidAttrNumber;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || !ind->indisvalid || !ind->indisready)
+		return false;
+	if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL))
+		return false;
+	if (nkey < 2 || ind->indnatts != nkey + 2)
+		return false;
+	vf = ind->indkey.values[nkey - 1];
+	vftype = TupleDescAttr(td, vf - 1)->atttypid;
+	if (!is_time_type(vftype))
+		return false;
+	for (int j = nkey; j < nkey + 2; j++)
+	{
+		AttrNumber	a = ind->indkey.values[j];
+		Oid			t = TupleDescAttr(td, a - 1)->atttypid;
+
+		if (is_int_type(t) && sk == InvalidAttrNumber)
+			sk = a;
+		else if (t == vftype && vt == InvalidAttrNumber)
+			vt = a;
+		else
+			return false;
+	}
+	if (sk == InvalidAttrNumber || vt == InvalidAttrNumber)
+		return false;
+
+	reg->nkeys = nkey - 1;
+	reg->keys = MemoryContextAlloc(cxt, sizeof(char *) * reg->nkeys);
+	for (int i = 0; i < reg->nkeys; i++)
+		reg->keys[i] = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, ind->indkey.values[i] - 1)->attname));
+	reg->valid_from = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, vf - 1)->attname));
+	reg->valid_to = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, vt - 1)->attname));
+	reg->surrogate_key = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, sk - 1)->attname));
+	return true;
+}
+
+static bool
+same_registration(const Scd2AsofRegistration *a, const Scd2AsofRegistration *b)
+{
+	if (a->nkeys != b->nkeys || strcmp(a->valid_from, b->valid_from) != 0 ||
+		strcmp(a->valid_to, b->valid_to) != 0 || strcmp(a->surrogate_key, b->surrogate_key) != 0)
+		return false;
+	for (int i = 0; i < a->nkeys; i++)
+		if (strcmp(a->keys[i], b->keys[i]) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * The registration of a Citus table that the registry here does not know
+ * (a worker's registry is empty: the registry is the coordinator's), read
+ * from its as-of index, which Citus creates on every node.  False when
+ * relid is not a Citus table (the caller reports it unregistered).
+ */
+static bool
+registration_from_index(Oid relid, const char *relname, MemoryContext cxt,
+							 Scd2AsofRegistration *out)
+{
+	Relation	heap;
+	List	   *indexes;
+	ListCell   *lc;
+	int			found = 0;
+	char	   *first = NULL;
+	char	   *second = NULL;
+
+	if (scd2_citus_table(relid, NULL) == SCD2_CITUS_NONE)
+		return false;
+
+	memset(out, 0, sizeof(*out));
+	heap = table_open(relid, AccessShareLock);
+	indexes = RelationGetIndexList(heap);
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Scd2AsofRegistration reg;
+
+		if (asof_index_shape(heap, index, cxt, &reg))
+		{
+			if (found == 0)
+			{
+				*out = reg;
+				first = pstrdup(RelationGetRelationName(index));
+				found = 1;
+			}
+			else if (!same_registration(out, &reg) && second == NULL)
+			{
+				second = pstrdup(RelationGetRelationName(index));
+				found = 2;
+			}
+		}
+		index_close(index, NoLock);
+	}
+	list_free(indexes);
+	table_close(heap, NoLock);
+
+	if (found == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not a registered scd2 dimension on this node", relname),
+				 errdetail("On a Citus node without the registration, scd2.asof reads it from the dimension's as-of index: a btree index on (business key columns, valid_from) INCLUDE (surrogate key, valid_to). The table has none."),
+				 errhint("Register the dimension on the coordinator with scd2.register(...), which creates that index.")));
+	if (found == 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+				 errmsg("dimension \"%s\" has more than one index that could be its as-of index", relname),
+				 errdetail("Indexes \"%s\" and \"%s\" name different business key, validity or surrogate key columns, and this node has no registration to choose between them.",
+						   first, second),
+				 errhint("Drop the index that is not the dimension's as-of index.")));
+	return true;
+}
+
 /*
  * Read the dimension's registry row (business key, validity and surrogate
  * key columns, registry.c) into the cache, and resolve its columns.
@@ -94,9 +204,9 @@ read_registry(AsofCache *c)
 			   *vtname,
 			   *skname;
 
-	/* a Citus worker has no registry row: the as-of index tells (asof_citus.c) */
+	/* a Citus worker has no registry row: the as-of index tells */
 	if (!scd2_registry_read_asof(c->relid, c->relname, c->cxt, &reg, true) &&
-		!scd2_asof_citus_registration(c->relid, c->relname, c->cxt, &reg))
+		!registration_from_index(c->relid, c->relname, c->cxt, &reg))
 		scd2_registry_read_asof(c->relid, c->relname, c->cxt, &reg, false);
 	c->nkeys = reg.nkeys;
 	c->keys = MemoryContextAllocZero(c->cxt, sizeof(AsofKey) * reg.nkeys);
@@ -281,25 +391,14 @@ setup_bulk(AsofCache *c, Relation heap)
 }
 
 /*
- * Build the cache for dimension relid and the call site's argument types:
- * registry row, permissions, index, scan keys.
+ * A new, empty cache for relation relid in context cxt (its own: deleting
+ * it frees the cache), valid for this transaction and command.
  */
-AsofCache *
-scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
+static AsofCache *
+new_cache(MemoryContext cxt, Oid relid)
 {
-	MemoryContext cxt;
-	AsofCache  *c;
-	Relation	heap;
-	Relation	index;
-	MemoryContext oldcxt;
+	AsofCache  *c = MemoryContextAllocZero(cxt, sizeof(AsofCache));
 
-	/* a fresh context: the old cache stays usable until this one is built */
-	cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "scd2.asof cache",
-								ALLOCSET_SMALL_SIZES);
-
-	scd2_asof_register_callbacks();
-
-	c = MemoryContextAllocZero(cxt, sizeof(AsofCache));
 	c->cxt = cxt;
 	c->cb.func = scd2_asof_cache_reset;
 	c->cb.arg = c;
@@ -307,8 +406,27 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	c->relid = relid;
 	c->lxid = SCD2_MY_LXID;
 	c->cid = GetCurrentCommandId(false);
+	return c;
+}
 
-	oldcxt = MemoryContextSwitchTo(cxt);
+/*
+ * Build the cache for dimension relid and the call site's argument types:
+ * registry row, permissions, index, scan keys.
+ */
+AsofCache *
+scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
+{
+	AsofCache  *c;
+	Relation	heap;
+	Relation	index;
+	MemoryContext oldcxt;
+
+	scd2_asof_register_callbacks();
+
+	/* a fresh context: the caller frees the old cache once this one is built */
+	c = new_cache(AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "scd2.asof cache",
+									  ALLOCSET_SMALL_SIZES), relid);
+	oldcxt = MemoryContextSwitchTo(c->cxt);
 	c->relname = dimension_name(relid);
 	MemoryContextSwitchTo(oldcxt);
 
@@ -343,15 +461,11 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 	if (c->sktype != INT8OID && c->sktype != INT4OID && c->sktype != INT2OID)
 		elog(ERROR, "unexpected surrogate key type %u", c->sktype);
 
-	/* a Citus table: its rows are in shards */
-	scd2_asof_citus_setup(c, index);
 
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 
-	c->callcxt = AllocSetContextCreate(cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
-	if (old != NULL)
-		MemoryContextDelete(old->cxt);
+	c->callcxt = AllocSetContextCreate(c->cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
 	return c;
 }
 
@@ -365,34 +479,26 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, AsofCache *old, Oid relid)
 AsofCache *
 scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel)
 {
-	MemoryContext cxt;
 	AsofCache  *c;
 	Relation	heap;
 	Relation	index;
 	Relation	pindex;
 
-	cxt = AllocSetContextCreate(parent->cxt, "scd2.asof shard cache", ALLOCSET_SMALL_SIZES);
-	c = MemoryContextAlloc(cxt, sizeof(AsofCache));
-	memcpy(c, parent, sizeof(AsofCache));
-	c->cxt = cxt;
-	c->citus = NULL;
-	c->relid = shardrel;
-	c->open = false;
-	c->opencxt = NULL;
-	c->owner = NULL;
-	c->heap = NULL;
-	c->index = NULL;
-	c->scan = NULL;
-	c->slot = NULL;
-	c->ncalls = 0;
-	c->map_state = MAP_NONE;
-	c->map = NULL;
-	c->cb.func = scd2_asof_cache_reset;
-	c->cb.arg = c;
-	MemoryContextRegisterResetCallback(cxt, &c->cb);
-
-	c->keys = MemoryContextAlloc(cxt, sizeof(AsofKey) * c->nkeys);
+	/* what the registration and the call site's arguments decided */
+	c = new_cache(AllocSetContextCreate(parent->cxt, "scd2.asof shard cache",
+									  ALLOCSET_SMALL_SIZES), shardrel);
+	c->relname = parent->relname;
+	c->nkeys = parent->nkeys;
+	c->keys = MemoryContextAlloc(c->cxt, sizeof(AsofKey) * c->nkeys);
 	memcpy(c->keys, parent->keys, sizeof(AsofKey) * c->nkeys);
+	c->variadic_array = parent->variadic_array;
+	c->elmlen = parent->elmlen;
+	c->elmbyval = parent->elmbyval;
+	c->elmalign = parent->elmalign;
+	c->vftype = parent->vftype;
+	c->sktype = parent->sktype;
+	c->direction = parent->direction;
+	memcpy(c->scankeys, parent->scankeys, sizeof(c->scankeys));
 
 	heap = table_open(shardrel, AccessShareLock);
 	for (int i = 0; i < c->nkeys; i++)
@@ -400,7 +506,6 @@ scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel)
 	c->vf_attnum = registered_column(c, get_attname(parent->relid, parent->vf_attnum, false), "valid_from");
 	c->vt_attnum = registered_column(c, get_attname(parent->relid, parent->vt_attnum, false), "valid_to");
 	c->sk_attnum = registered_column(c, get_attname(parent->relid, parent->sk_attnum, false), "surrogate key");
-	c->index_only = false;
 	choose_index(c, heap);
 
 	/* the scan keys were made for the dimension's index: the shard's must match */
@@ -420,6 +525,6 @@ scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel)
 	setup_bulk(c, heap);
 	table_close(heap, NoLock);
 
-	c->callcxt = AllocSetContextCreate(cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
+	c->callcxt = AllocSetContextCreate(c->cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
 	return c;
 }

@@ -41,33 +41,19 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/hash.h"
-#include "access/htup_details.h"
-#include "access/nbtree.h"
-#include "access/table.h"
-#include "catalog/pg_am_d.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_opclass.h"
 #include "catalog/pg_operator.h"
-#include "catalog/pg_type.h"
 #include "commands/defrem.h"
-#include "executor/nodeHash.h"
 #include "executor/spi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/date.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "scd2.h"
 #include "asof.h"
-#include "citus.h"
 #include "citus_shards.h"
 
 typedef struct AsofCitus
@@ -114,146 +100,6 @@ typedef struct KeptKey
 	int			nversions;
 	KeptVersion *versions;
 } KeptKey;
-
-static bool
-is_time_type(Oid t)
-{
-	return t == TIMESTAMPTZOID || t == TIMESTAMPOID || t == DATEOID;
-}
-
-static bool
-is_int_type(Oid t)
-{
-	return t == INT8OID || t == INT4OID || t == INT2OID;
-}
-
-/*
- * Does this index have the as-of index's shape: a valid, non-partial
- * btree on plain columns (business key..., valid_from) INCLUDE (two
- * columns: an integer surrogate key and a valid_to of valid_from's type)?
- * Then fill reg (column names in cxt).
- */
-static bool
-asof_index_shape(Relation heap, Relation index, MemoryContext cxt,
-				 Scd2AsofRegistration *reg)
-{
-	Form_pg_index ind = index->rd_index;
-	int			nkey = ind->indnkeyatts;
-	TupleDesc	td = RelationGetDescr(heap);
-	Oid			vftype;
-	AttrNumber	vf,
-				sk = InvalidAttrNumber,
-				vt = InvalidAttrNumber;
-
-	if (index->rd_rel->relam != BTREE_AM_OID || !ind->indisvalid || !ind->indisready)
-		return false;
-	if (!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) ||
-		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL))
-		return false;
-	if (nkey < 2 || ind->indnatts != nkey + 2)
-		return false;
-	vf = ind->indkey.values[nkey - 1];
-	vftype = TupleDescAttr(td, vf - 1)->atttypid;
-	if (!is_time_type(vftype))
-		return false;
-	for (int j = nkey; j < nkey + 2; j++)
-	{
-		AttrNumber	a = ind->indkey.values[j];
-		Oid			t = TupleDescAttr(td, a - 1)->atttypid;
-
-		if (is_int_type(t) && sk == InvalidAttrNumber)
-			sk = a;
-		else if (t == vftype && vt == InvalidAttrNumber)
-			vt = a;
-		else
-			return false;
-	}
-	if (sk == InvalidAttrNumber || vt == InvalidAttrNumber)
-		return false;
-
-	reg->nkeys = nkey - 1;
-	reg->keys = MemoryContextAlloc(cxt, sizeof(char *) * reg->nkeys);
-	for (int i = 0; i < reg->nkeys; i++)
-		reg->keys[i] = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, ind->indkey.values[i] - 1)->attname));
-	reg->valid_from = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, vf - 1)->attname));
-	reg->valid_to = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, vt - 1)->attname));
-	reg->surrogate_key = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(td, sk - 1)->attname));
-	return true;
-}
-
-static bool
-same_registration(const Scd2AsofRegistration *a, const Scd2AsofRegistration *b)
-{
-	if (a->nkeys != b->nkeys || strcmp(a->valid_from, b->valid_from) != 0 ||
-		strcmp(a->valid_to, b->valid_to) != 0 || strcmp(a->surrogate_key, b->surrogate_key) != 0)
-		return false;
-	for (int i = 0; i < a->nkeys; i++)
-		if (strcmp(a->keys[i], b->keys[i]) != 0)
-			return false;
-	return true;
-}
-
-/*
- * The registration of a Citus table that the registry here does not know
- * (a worker's registry is empty), read from its as-of index.  False when
- * relid is not a Citus table (the caller reports it unregistered).
- */
-bool
-scd2_asof_citus_registration(Oid relid, const char *relname, MemoryContext cxt,
-							 Scd2AsofRegistration *out)
-{
-	Relation	heap;
-	List	   *indexes;
-	ListCell   *lc;
-	int			found = 0;
-	char	   *first = NULL;
-	char	   *second = NULL;
-
-	if (scd2_citus_table(relid, NULL) == SCD2_CITUS_NONE)
-		return false;
-
-	memset(out, 0, sizeof(*out));
-	heap = table_open(relid, AccessShareLock);
-	indexes = RelationGetIndexList(heap);
-	foreach(lc, indexes)
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		Scd2AsofRegistration reg;
-
-		if (asof_index_shape(heap, index, cxt, &reg))
-		{
-			if (found == 0)
-			{
-				*out = reg;
-				first = pstrdup(RelationGetRelationName(index));
-				found = 1;
-			}
-			else if (!same_registration(out, &reg) && second == NULL)
-			{
-				second = pstrdup(RelationGetRelationName(index));
-				found = 2;
-			}
-		}
-		index_close(index, NoLock);
-	}
-	list_free(indexes);
-	table_close(heap, NoLock);
-
-	if (found == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table \"%s\" is not a registered scd2 dimension on this node", relname),
-				 errdetail("On a Citus node without the registration, scd2.asof reads it from the dimension's as-of index: a btree index on (business key columns, valid_from) INCLUDE (surrogate key, valid_to). The table has none."),
-				 errhint("Register the dimension on the coordinator with scd2.register(...), which creates that index.")));
-	if (found == 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
-				 errmsg("dimension \"%s\" has more than one index that could be its as-of index", relname),
-				 errdetail("Indexes \"%s\" and \"%s\" name different business key, validity or surrogate key columns, and this node has no registration to choose between them.",
-						   first, second),
-				 errhint("Drop the index that is not the dimension's as-of index.")));
-	return true;
-}
 
 /* The reset callback of the cache's memory: free the query's plan. */
 static void
@@ -302,13 +148,16 @@ setup_hash(AsofCache *c, AsofCitus *ct, Relation index)
  * read its shards and prepare the routing.
  */
 void
-scd2_asof_citus_setup(AsofCache *c, Relation index)
+scd2_asof_citus_setup(AsofCache *c)
 {
 	AsofCitus  *ct;
 	Scd2CitusShards table;
+	Relation	index;
 
 	if (!scd2_citus_read_shards(c->relid, c->cxt, &table))
 		return;
+
+	index = index_open(c->indexid, AccessShareLock);
 
 	ct = MemoryContextAllocZero(c->cxt, sizeof(AsofCitus));
 	ct->table = table;
@@ -337,6 +186,8 @@ scd2_asof_citus_setup(AsofCache *c, Relation index)
 		getTypeOutputInfo(ct->paramtypes[i], &outfn, &isvarlena);
 		fmgr_info_cxt(outfn, &ct->paramout[i], c->cxt);
 	}
+
+	index_close(index, NoLock);
 
 	ct->cb.func = free_plan;
 	ct->cb.arg = ct;
@@ -474,15 +325,6 @@ query_plan(AsofCache *c)
 	return plan;
 }
 
-/* A valid_from / valid_to value as an int64 that sorts as it does. */
-static int64
-time_value(AsofCache *c, Datum d)
-{
-	if (c->vftype == DATEOID)
-		return (int64) DatumGetDateADT(d);
-	return DatumGetInt64(d);
-}
-
 static bool
 time_is_noend(AsofCache *c, Datum d)
 {
@@ -574,10 +416,10 @@ read_versions(AsofCache *c, KeptKey *e, MemoryContext cxt)
 		bool		isnull;
 		Datum		d;
 
-		v->vf = time_value(c, SPI_getbinval(tup, desc, 1, &isnull));
+		v->vf = scd2_asof_time_value(c, SPI_getbinval(tup, desc, 1, &isnull));
 		d = SPI_getbinval(tup, desc, 2, &isnull);
 		v->open = isnull || time_is_noend(c, d);
-		v->vt = v->open ? 0 : time_value(c, d);
+		v->vt = v->open ? 0 : scd2_asof_time_value(c, d);
 		d = SPI_getbinval(tup, desc, 3, &v->sknull);
 		v->sk = v->sknull ? 0 : scd2_asof_sk_value(c, d);
 	}
@@ -596,7 +438,7 @@ scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk)
 	char		key[KEPT_KEY_LEN];
 	KeptKey		local;
 	KeptKey    *volatile e = &local;
-	int64		at = time_value(c, atv);
+	int64		at = scd2_asof_time_value(c, atv);
 	int			lo,
 				hi;
 

@@ -5,53 +5,27 @@
  * valid_from <= at.
  */
 #include "postgres.h"
-#include "access/genam.h"
-#include "access/nbtree.h"
-#include "access/htup_details.h"
-#include "access/itup.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/visibilitymap.h"
-#include "access/xact.h"
-#include "catalog/pg_am_d.h"
-#include "catalog/pg_class_d.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "executor/nodeHash.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
+
 #include "fmgr.h"
-#include "lib/ilist.h"
-#include "lib/stringinfo.h"
-#include "miscadmin.h"
-#include "nodes/pg_list.h"
-#include "portability/instr_time.h"
 #include "parser/parse_coerce.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "storage/predicate.h"
-#include "storage/proc.h"
-#include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
-#include "utils/date.h"
-#include "utils/fmgroids.h"
-#include "utils/float.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/rls.h"
-#include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 
 #include "scd2.h"
 #include "asof.h"
+
+
+/* Error for a call with the wrong number of key values. */
+void
+scd2_asof_wrong_key_count(AsofCache *c, int given)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("wrong number of business key values for dimension \"%s\"", c->relname),
+			 errdetail("The business key has %d column(s); %d value(s) were given.", c->nkeys, given),
+			 errhint("Pass one value per business key column, in the order they were registered.")));
+}
 
 /* Error for a key argument of a type that cannot be compared to its column. */
 static void

@@ -5,27 +5,86 @@
  */
 #include "postgres.h"
 
-#include <sys/mman.h>			/* madvise; its MAP_FAILED is why MAP_ABANDONED */
-
-#include "access/genam.h"
 #include "access/nbtree.h"
-#include "access/relscan.h"
-#include "access/tupdesc.h"
 #include "catalog/pg_opfamily_d.h"
-#include "catalog/pg_type.h"
 #include "common/int.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/predicate.h"
-#include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 
 #include "scd2.h"
 #include "asof.h"
+
+/*
+ * Bulk mode: the dimension's visible versions in memory, built by one ordered
+ * walk of the as-of index (asof_map.c).  Sorted parallel arrays, no
+ * per-version structs: the business keys in index order, and per key its
+ * versions, contiguous and in ascending valid_from order, from first[key] to
+ * first[key + 1] - 1.  A version is its valid_from and surrogate key (each
+ * 32 bits wide while the values allow it, see AsofPacked) and one bit: set
+ * when its valid_to is not simply "until the next version's start" (or open,
+ * for the last), in which case valid_to is in the exception arrays.
+ */
+#define ASOF_VT_OPEN	PG_INT64_MAX
+#define ASOF_VT_NEVER	PG_INT64_MIN	/* the surrogate key is NULL */
+
+/* int64 values kept as 32-bit offsets from base while they all fit */
+typedef struct AsofPacked
+{
+	int64		base;
+	int32	   *v32;			/* NULL once widened */
+	int64	   *v64;			/* NULL until then */
+} AsofPacked;
+
+static inline int64
+asof_packed_get(const AsofPacked *p, uint32 i)
+{
+	return p->v32 != NULL ? p->base + p->v32[i] : p->v64[i];
+}
+
+typedef enum AsofMapKeys
+{
+	MAP_KEYS_DATUM,				/* Datum arrays, one per key column */
+	MAP_KEYS_INT,				/* one integer column: an int64 array */
+	MAP_KEYS_DENSE				/* one integer column without many gaps: no
+								 * key array, first[] has a slot per value
+								 * from kmin to kmax */
+} AsofMapKeys;
+
+typedef struct AsofMap
+{
+	Size		bytes;			/* allocated for the map, in its context */
+	Size		limit;			/* scd2.asof_map_memory */
+
+	AsofMapKeys form;
+	uint32		nkeys;
+	uint32		maxkeys;
+	Datum	   *dkeys[INDEX_MAX_KEYS];	/* MAP_KEYS_DATUM, by column */
+	FmgrInfo   *cmp_arg;		/* MAP_KEYS_DATUM: column value vs argument */
+	int64	   *ikeys;			/* MAP_KEYS_INT */
+	bool		desc;			/* MAP_KEYS_INT: descending key column */
+	int			arglen;			/* MAP_KEYS_INT / DENSE: the argument's width */
+	int64		kmin;			/* MAP_KEYS_INT / DENSE: smallest and */
+	int64		kmax;			/* largest key */
+	uint32	   *first;			/* nkeys + 1 (DENSE: kmax - kmin + 2) */
+
+	uint32		nversions;
+	uint32		maxversions;
+	AsofPacked	vf;				/* valid_from (a date widened to int64) */
+	AsofPacked	sk;
+	uint64	   *vt_bits;		/* bit set: valid_to in the exceptions */
+	uint32		nexc;
+	uint32		maxexc;
+	uint32	   *exc_version;	/* ascending version numbers */
+	int64	   *exc_vt;			/* their valid_to, or ASOF_VT_NEVER */
+
+	char	   *arena;			/* by-reference key values, packed */
+	Size		arena_used;
+	Size		arena_size;
+} AsofMap;
 
 /*
  * Bulk mode.
@@ -85,15 +144,6 @@ typedef struct MapBuild
 	bool		keybyval[INDEX_MAX_KEYS];
 	char		keyalign[INDEX_MAX_KEYS];
 } MapBuild;
-
-/* valid_from / valid_to as int64, ordered as the btree orders them */
-static inline int64
-time_value(AsofCache *c, Datum d)
-{
-	if (c->vftype == DATEOID)
-		return (int64) DatumGetDateADT(d);
-	return DatumGetInt64(d);
-}
 
 /* An integer of 2, 4 or 8 bytes as int64. */
 static inline int64
@@ -499,7 +549,7 @@ map_add(AsofCache *c, AsofMap *m, MemoryContext mapcxt, MapBuild *b, AsofEntry *
 		b->sk = repalloc_huge(b->sk, sizeof(int64) * b->max);
 		b->sknull = repalloc_huge(b->sknull, sizeof(bool) * b->max);
 	}
-	b->vf[b->n] = time_value(c, e->vf);
+	b->vf[b->n] = scd2_asof_time_value(c, e->vf);
 	if (e->vtnull)
 		b->vt[b->n] = ASOF_VT_OPEN;
 	else if (c->vftype == DATEOID)
@@ -864,7 +914,7 @@ scd2_asof_map_lookup(AsofCache *c, Datum atv, int64 *sk)
 #endif
 
 	/* the last version with valid_from <= at */
-	at = time_value(c, atv);
+	at = scd2_asof_time_value(c, atv);
 	lo = first;
 	while (lo < hi)
 	{

@@ -211,11 +211,11 @@ extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
 extern bool scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
 									Scd2AsofRegistration *out, bool missing_ok);
 extern Scd2Target *scd2_registry_targets(int *ntargets);
+extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
+										Datum types, Datum typmods);
 
 /* config.c */
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
-extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
-										Datum types, Datum typmods);
 
 /* load.c */
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
