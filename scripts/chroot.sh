@@ -10,7 +10,7 @@
 #   scripts/chroot.sh run SUITE COMMAND [ARG...]
 #       run COMMAND inside it as root, with this repository bind-mounted at
 #       /scd2, /proc, /dev, /dev/pts and a private /dev/shm mounted, and the
-#       host's CA certificates (read-only), pip and proxy settings
+#       host's CA bundle, pip and proxy settings
 #
 #   SCD2_CHROOT_CACHE   where chroots are kept (default /var/cache/scd2/chroot,
 #                       one directory per suite)
@@ -42,17 +42,20 @@ mounted() {
     mkdir -p "$dir/scd2"
     mount --bind "$SCD2_ROOT" "$dir/scd2"
     # shellcheck disable=SC2064  # expanded now: $dir is local
+    trap "umount '$dir/scd2' '$dir/dev/pts' '$dir/dev/shm' '$dir/dev' '$dir/proc'" EXIT
     # The network as the host sees it (PyPI for the dbt suite): its name
-    # servers, its CA certificates (read-only), its pip settings and its
-    # proxy and pip environment.
-    mkdir -p "$dir/etc/ssl/certs"
-    mount --bind /etc/ssl/certs "$dir/etc/ssl/certs"
-    mount -o remount,bind,ro "$dir/etc/ssl/certs"
-    trap "umount '$dir/etc/ssl/certs' '$dir/scd2' '$dir/dev/pts' '$dir/dev/shm' '$dir/dev' '$dir/proc'" EXIT
+    # servers, its pip settings, its proxy and pip environment, and its CA
+    # bundle as a file of its own (not over /etc/ssl/certs, which the
+    # chroot's ca-certificates package writes).
     cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
     if [ -f /etc/pip.conf ]; then cp /etc/pip.conf "$dir/etc/pip.conf"; fi
-    local rc=0 net_env
-    mapfile -t net_env < <(env | grep -E '^(https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY|PIP_[A-Z_]+|SSL_CERT_FILE|REQUESTS_CA_BUNDLE)=' || true)
+    local rc=0 net_env=()
+    mapfile -t net_env < <(env | grep -E '^(https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY|PIP_[A-Z_]+)=' | grep -v '^PIP_CERT=' || true)
+    if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+        cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/scd2-host-ca.crt"
+        net_env+=(PIP_CERT=/etc/scd2-host-ca.crt SSL_CERT_FILE=/etc/scd2-host-ca.crt REQUESTS_CA_BUNDLE=/etc/scd2-host-ca.crt)
+        [ ! -f "$dir/etc/pip.conf" ] || sed -i 's|^cert *=.*|cert = /etc/scd2-host-ca.crt|' "$dir/etc/pip.conf"
+    fi
     chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "${net_env[@]}" "$@" || rc=$?
     return $rc
