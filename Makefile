@@ -1,11 +1,17 @@
 # scd2 -- PGXS build.  `make && make install`, then `make installcheck`
 # against a running server (scripts/test.sh does all of it on a throwaway
 # cluster).
+#
+# Out-of-tree (VPATH) builds work too, one directory per server version,
+# as scripts/test.sh and Debian's pg_buildext do them:
+#   mkdir -p build/pg15 && make -C build/pg15 -f $PWD/Makefile PG_CONFIG=...
 
 EXTENSION   = scd2
 MODULE_big  = scd2
-OBJS        = $(patsubst %.c,%.o,$(wildcard src/*.c))
-DATA        = $(wildcard sql/scd2--*.sql)
+# The source directory: "." in tree, the Makefile's directory out of tree.
+scd2_src    := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
+OBJS        = $(patsubst $(scd2_src)/%.c,%.o,$(wildcard $(scd2_src)/src/*.c))
+DATA        = $(patsubst $(scd2_src)/%,%,$(wildcard $(scd2_src)/sql/scd2--*.sql))
 PG_CPPFLAGS = -I$(srcdir)/src
 # -Wextra on top of PGXS's -Wall; the three categories left out fire on
 # PostgreSQL's own headers and fmgr macros (PG_FUNCTION_ARGS, List cells).
@@ -30,7 +36,12 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS does not track header dependencies.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard $(scd2_src)/src/*.h)
+
+# Out of tree, the objects' directory must exist in the build directory.
+ifneq ($(scd2_src),.)
+$(shell mkdir -p src)
+endif
 
 build/regress/sql:
 	mkdir -p build/regress build/isolation
@@ -53,3 +64,15 @@ installcheck-isolation: $(REGRESS_PREP)
 .PHONY: installcheck-citus
 installcheck-citus:
 	PG_CONFIG=$(PG_CONFIG) test/citus/run.sh
+
+# The PGXN release archive, dist/scd2-VERSION.zip (VERSION from META.json):
+# `git archive` of the commit checked out, so it holds exactly the tracked
+# files (control, sql/, src/, META.json, README.md, docs, tests) and no
+# build output.  test/release/run.sh checks its contents and builds it.
+DIST_VERSION = $(shell sed -nE 's/^  "version": "([^"]*)".*/\1/p' $(scd2_src)/META.json)
+.PHONY: dist
+dist:
+	mkdir -p dist
+	git -C $(scd2_src) archive --format=zip --prefix=scd2-$(DIST_VERSION)/ \
+		-o $(abspath dist)/scd2-$(DIST_VERSION).zip HEAD
+	@echo dist/scd2-$(DIST_VERSION).zip

@@ -7,7 +7,8 @@
 #                 scripts/pg_source.sh, exit status 3 when the source cannot
 #                 be fetched) or the path of a pg_config (your own server)
 # ensure_deps     install the Debian packages scd2 needs (when missing)
-# build_install   build the extension (warnings are errors) and install it
+# build_install   build the extension (warnings are errors) in build/pgNN
+#                 and install it
 # cluster_start   initdb + start a throwaway cluster on a private socket
 #                 directory and port; exports PGHOST, PGPORT, PGUSER
 # cluster_stop    stop it and remove it
@@ -50,7 +51,9 @@ debian_server_packages() {
     fi
     apt-cache show "postgresql-$major" >/dev/null 2>&1 || return 1
     for p in "postgresql-$major" "postgresql-server-dev-$major" "postgresql-contrib-$major" "postgresql-$major-cron"; do
-        apt-cache show "$p" >/dev/null 2>&1 && out="$out $p"
+        # A purely virtual package (postgresql-contrib-15 on Debian 12,
+        # -17 on Debian 13: contrib is in the server package) is left out.
+        apt-cache show "$p" 2>/dev/null | grep -q '^Version:' && out="$out $p"
     done
     echo "$out"
 }
@@ -68,6 +71,18 @@ install_missing() {
     fi
 }
 
+# The Debian release whose binary packages have PostgreSQL $1, for the
+# versions Debian 12 has none of (16 ships in no Debian release): the 17
+# and 18 legs and packages are run and built in a chroot of it
+# (scripts/chroot.sh).
+chroot_suite() {
+    case $1 in
+        17) echo trixie ;;
+        18) echo sid ;;
+        *) return 1 ;;
+    esac
+}
+
 # pg_select 15 | pg_select 18 | pg_select /path/to/pg_config
 pg_select() {
     local target=$1 pkgs bin
@@ -79,9 +94,7 @@ pg_select() {
             log "not a PostgreSQL major version or pg_config path: $target"; return 1 ;;
         *)
             if pkgs=$(debian_server_packages "$target"); then
-                # postgresql-contrib-15 is a virtual package; the real one
-                # is postgresql-contrib (15 on Debian 12).
-                pkgs=${pkgs/postgresql-contrib-$target/}
+                # Debian 12's contrib for 15 is postgresql-contrib.
                 [ "$target" = 15 ] && pkgs="$pkgs postgresql-contrib"
                 # shellcheck disable=SC2086
                 install_missing $pkgs
@@ -118,12 +131,24 @@ ensure_deps() {
     fi
 }
 
+# Each server version builds in a directory of its own, build/pgNN (out of
+# tree, as Debian's pg_buildext does): no object of one version is left
+# where a plain `make` for another would take it as up to date.
 build_install() {
-    log "building scd2"
-    make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_CONFIG" COPT="-Werror" clean >/dev/null
-    make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_CONFIG" COPT="-Werror"
+    local dir="$SCD2_ROOT/build/pg$PG_MAJOR"
+    local mk=(make -C "$dir" -f "$SCD2_ROOT/Makefile" -s PG_CONFIG="$PG_CONFIG" COPT="-Werror")
+    log "building scd2 in build/pg$PG_MAJOR"
+    # Objects of an in-tree build (a plain `make`) would be found through
+    # VPATH and linked into this version's build: remove them first.
+    if compgen -G "$SCD2_ROOT/src/*.o" >/dev/null || [ -e "$SCD2_ROOT/scd2.so" ]; then
+        log "removing the objects of an in-tree build (src/*.o, src/*.bc, scd2.so)"
+        rm -f "$SCD2_ROOT"/src/*.o "$SCD2_ROOT"/src/*.bc "$SCD2_ROOT/scd2.so"
+    fi
+    mkdir -p "$dir"
+    "${mk[@]}" clean >/dev/null
+    "${mk[@]}"
     log "installing scd2"
-    as_root make -C "$SCD2_ROOT" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+    as_root "${mk[@]}" install >/dev/null
 }
 
 # Run a server binary as the cluster's owner.

@@ -20,24 +20,8 @@ cache=${PG_SOURCE_CACHE:-/var/cache/scd2/postgresql}
 log() { printf '==> [pg%s] %s\n' "$major" "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# The mirror of the machine's Debian suite, from deb822 or one-line sources.
-debian_mirror() {
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        awk 'BEGIN{RS=""; IGNORECASE=1}
-             /(^|\n)Types:[^\n]*deb/ && /(^|\n)Suites:[^\n]*(bookworm|stable|trixie|sid|unstable)/ &&
-             !/(^|\n)Suites:[^\n]*-security/ {
-                 if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) {
-                     s = substr($0, RSTART, RLENGTH); sub(/.*URIs:[ \t]*/, "", s); print s; exit
-                 }
-             }' "$f"
-    done
-    [ -f /etc/apt/sources.list ] &&
-        awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
-            /etc/apt/sources.list
-    return 0
-}
+# shellcheck source=debian.sh
+source "$(dirname "$0")/debian.sh"
 
 ensure_deb_src() {
     local list=/etc/apt/sources.list.d/scd2-deb-src-unstable.sources mirror

@@ -3,18 +3,26 @@
 # version CI covers, and prints one closing line:
 #   tests: N passed, M failed, K skipped
 #
-#   scripts/test.sh                     PostgreSQL 15 (Debian 12's package)
-#                                       and 18 (built from Debian's source
-#                                       package, reused once built)
-#   scripts/test.sh 15                  one version, or several: 15 18
-#   scripts/test.sh /path/to/pg_config  your own server's build (16, 17, ...)
+#   scripts/test.sh                     every leg: PostgreSQL 15 (Debian 12's
+#                                       package), 17 (Debian 13's package, in
+#                                       a chroot), 18 (Debian unstable's
+#                                       package, in a chroot; built from
+#                                       Debian's source package where no
+#                                       chroot can be had) and `release` (the
+#                                       versions, make dist, the .deb packages)
+#   scripts/test.sh 17                  one leg, or several: 15 18 release
+#   scripts/test.sh /path/to/pg_config  your own server's build (16, ...)
 #   PG_CONFIG=/path/to/pg_config scripts/test.sh    the same
 #
-# Each version gets its own build, install and throwaway cluster
-# (scripts/test_suites.sh) and its own line `pgNN: ...` with its wall time.
-# A version whose server cannot be had (18's source package not on the
-# mirror) is reported SKIPPED and counted as skipped, never as passed; any
-# failure on any version fails the run.
+# Each version gets its own build (build/pgNN), install and throwaway
+# cluster (scripts/test_suites.sh) and its own line `pgNN: ...` with its
+# wall time.  A version Debian 12 has no package of but another Debian
+# release has (17: trixie, 18: unstable; chroot_suite in lib.sh) runs in a
+# chroot of that release (scripts/chroot.sh, made once and reused), with
+# this repository bind-mounted.  A version whose server cannot be had (no
+# chroot possible and 18's source package not on the mirror) is reported
+# SKIPPED and counted as skipped, never as passed; any failure on any leg
+# fails the run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=results.sh
@@ -25,8 +33,23 @@ if [ $# -gt 0 ]; then
 elif [ -n "${PG_CONFIG:-}" ]; then
     targets=("$PG_CONFIG")
 else
-    targets=(15 18)
+    targets=(15 17 18 release)
 fi
+
+# Run every suite of version $2 inside the chroot of Debian release $1
+# (exit status 3 when the chroot cannot be had: the leg is SKIPPED).
+run_in_chroot() {
+    local suite=$1 major=$2 rc=0
+    # The optional packages (contrib, pg_cron) are installed inside by
+    # test_suites.sh where the release has them.
+    # shellcheck disable=SC2086
+    "$here/chroot.sh" ensure "$suite" $SCD2_BUILD_PACKAGES "postgresql-$major" \
+        "postgresql-server-dev-$major" >/dev/null || rc=$?
+    [ "$rc" = 0 ] || return $((rc == 3 ? 3 : 1))
+    log "PostgreSQL $major: every suite inside the $suite chroot"
+    "$here/chroot.sh" run "$suite" env SCD2_PORT="$SCD2_PORT" SCD2_OPT_IN="${SCD2_OPT_IN:-}" \
+        PG_MAJOR="$major" /scd2/scripts/test_suites.sh
+}
 
 passed=0 failed=0 skipped=0 summary=""
 for target in "${targets[@]}"; do
@@ -39,6 +62,16 @@ for target in "${targets[@]}"; do
         # shellcheck source=lib.sh
         source "$here/lib.sh"
         set +e
+        [ "$target" != release ] || exec "$here/../test/release/run.sh"
+        # A version Debian 12 has no package of runs in a chroot of the
+        # release that has one; where no chroot can be had (not root), 18
+        # falls back to the source build (pg_select, scripts/pg_source.sh).
+        if suite=$(chroot_suite "$target") && ! debian_server_packages "$target" >/dev/null 2>&1; then
+            run_in_chroot "$suite" "$target"
+            crc=$?
+            [ "$crc" = 3 ] || exit "$crc"
+            log "no $suite chroot here: PostgreSQL $target by other means"
+        fi
         pg_select "$target"
         prc=$?
         [ "$prc" = 0 ] || exit $((prc == 3 ? 3 : 1))
@@ -46,7 +79,7 @@ for target in "${targets[@]}"; do
     ) 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     secs=$((SECONDS - started))
-    line=$(result_line "$out" 'pg[0-9]+')
+    line=$(result_line "$out" '(pg[0-9]+|release)')
     rm -f "$out"
     if [ "$rc" = 3 ]; then
         echo "=================================================================="

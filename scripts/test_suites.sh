@@ -52,6 +52,9 @@ for t in "$SCD2_ROOT"/test/*/run.sh; do
     name=$(basename "$(dirname "$t")")
     # Opt-in suites (valgrind) carry a line "# opt-in: NAME" and run only
     # when SCD2_OPT_IN names them (SCD2_OPT_IN="valgrind").
+    # A suite with a line "# leg: NAME" is a leg of scripts/test.sh of its
+    # own (the packages), not one run per version.
+    if grep -q '^# leg:' "$t"; then continue; fi
     if grep -q '^# opt-in:' "$t"; then
         case " ${SCD2_OPT_IN:-} " in *" $name "*) ;; *) log "suite: $name (opt-in, not requested)"; continue ;; esac
     fi
