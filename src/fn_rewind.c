@@ -228,8 +228,12 @@ run_rewind(Oid dim_oid, int64 to_run, bool has_time, TimestampTz to_time)
 
 	/* 1. */
 	scd2_revert_check_privileges(dim_oid, rw.dim_name);
+	scd2_refuse_row_security(dim_oid, scd2_relation_owner(dim_oid), "dimension", "scd2.rewind");
+	scd2_require_registered_shape(dim_oid, rw.dim_name, true);
 	scd2_lock_dimension(dim_oid, rw.dim_name,
 						"The rewind waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was rewound.");
+	/* REPEATABLE READ, SERIALIZABLE: the transaction's snapshot must see the dimension as it is */
+	scd2_refuse_stale_snapshot(dim_oid, rw.dim_name, GetTransactionSnapshot(), "nothing was rewound");
 
 	/*
 	 * Everything from here on reads what committed before the lock was
