@@ -116,3 +116,21 @@ SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::pdim, '2024-06
 -- arguments
 SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::kdim, '2024-06-01', NULL)$$);
 SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::histops.kn, '2024-06-01', now())$$);
+
+-- The reconstruction runs as its caller: a key type with a cast to json
+-- that a role other than a superuser wrote (jsonb_build_object would call
+-- it) is refused for every caller, naming the column and the function.
+CREATE ROLE regress_known_at_owner;
+CREATE SCHEMA histops_cast AUTHORIZATION regress_known_at_owner;
+SET ROLE regress_known_at_owner;
+CREATE TYPE histops_cast.code AS ENUM ('a', 'b');
+CREATE FUNCTION histops_cast.code_json(histops_cast.code) RETURNS json
+    LANGUAGE sql AS $$ SELECT pg_catalog.to_json(CAST($1 AS text)) $$;
+CREATE CAST (histops_cast.code AS json) WITH FUNCTION histops_cast.code_json(histops_cast.code);
+CREATE TABLE histops_cast.stg (k histops_cast.code, v text);
+SELECT scd2.create_dimension('histops_cast.dim', 'histops_cast.stg', ARRAY['k']);
+RESET ROLE;
+SELECT * FROM scd2.dimension_at(NULL::histops_cast.dim, now(), now());
+SELECT count(*) FROM scd2.dimension_at(NULL::histops_cast.dim, now());
+DROP SCHEMA histops_cast CASCADE;
+DROP ROLE regress_known_at_owner;

@@ -1035,6 +1035,7 @@ DECLARE
     v_vt     text;
     v_att    record;
     v_decode text;
+    v_unsafe text;
 BEGIN
     SELECT t.typrelid INTO v_rel FROM pg_catalog.pg_type t
      WHERE t.oid = pg_catalog.pg_typeof(dimension) AND t.typrelid <> 0;
@@ -1055,6 +1056,32 @@ BEGIN
     END IF;
     -- issue 21: the registered shape holds (only built-in casts below)
     PERFORM scd2._check_dimension_read(v_rel);
+    -- The reconstruction runs as the caller (its own SELECT, its policies):
+    -- it builds the key's jsonb (a cast to json of the key's type) and reads
+    -- Type 1 before-images back (a domain's CHECK).  Code a role other
+    -- than a superuser wrote must not run there, as the caller.
+    SELECT pg_catalog.format('column %I: %s', a.attname, x.why) INTO v_unsafe
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+      CROSS JOIN LATERAL (
+          SELECT pg_catalog.format('its type %s has a cast to %s by function %s', t.oid::regtype, c.casttarget::regtype, c.castfunc::regprocedure) AS why
+            FROM pg_catalog.pg_cast c JOIN pg_catalog.pg_proc p ON p.oid = c.castfunc
+            JOIN pg_catalog.pg_roles r ON r.oid = p.proowner
+           WHERE c.castsource IN (t.oid, t.typbasetype) AND c.casttarget IN ('json'::regtype, 'jsonb'::regtype)
+             AND NOT r.rolsuper
+          UNION ALL
+          SELECT pg_catalog.format('its type %s is a domain with a CHECK constraint', t.oid::regtype)
+           WHERE t.typtype = 'd' AND EXISTS (SELECT FROM pg_catalog.pg_constraint k
+                                              WHERE k.contypid = t.oid AND k.contype = 'c')) x
+     WHERE a.attrelid = v_rel AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attname = ANY (v_reg.business_key || v_reg.type1)
+     LIMIT 1;
+    IF v_unsafe IS NOT NULL THEN
+        RAISE EXCEPTION 'scd2.dimension_at cannot reconstruct dimension % as known at an instant', v_rel
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = pg_catalog.format('The reconstruction runs as its caller and would run the dimension owner''s code: %s.', v_unsafe),
+                  HINT = 'Use the two-argument scd2.dimension_at, or scd2.changes of the later runs.';
+    END IF;
     v_type := scd2._column_type(v_rel, v_reg.valid_from_column, 'valid_from_column');
     -- a validity value of the change log (timestamptz; a date or timestamp as that instant in UTC)
     v_decode := CASE v_type WHEN 'timestamptz'::regtype THEN '%s'
