@@ -31,6 +31,12 @@ ISOLATION_OPTS = --inputdir=isolation --outputdir=build/isolation
 
 EXTRA_CLEAN = build
 
+# Out of tree, sources are found through VPATH (Debian's PGXS derives it
+# from -f; a server built from source needs it said).
+ifneq ($(scd2_src),.)
+VPATH ?= $(scd2_src)
+endif
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
