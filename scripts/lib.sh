@@ -53,7 +53,9 @@ debian_server_packages() {
     for p in "postgresql-$major" "postgresql-server-dev-$major" "postgresql-contrib-$major" "postgresql-$major-cron"; do
         # A purely virtual package (postgresql-contrib-15 on Debian 12,
         # -17 on Debian 13: contrib is in the server package) is left out.
-        apt-cache show "$p" 2>/dev/null | grep -q '^Version:' && out="$out $p"
+        # grep reads to the end (no -q): under pipefail an early exit would
+        # kill apt-cache with SIGPIPE and fail the test.
+        apt-cache show "$p" 2>/dev/null | grep '^Version:' >/dev/null && out="$out $p"
     done
     echo "$out"
 }
@@ -61,7 +63,7 @@ debian_server_packages() {
 install_missing() {
     local missing="" p
     for p in "$@"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
         log "installing:$missing"

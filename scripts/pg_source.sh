@@ -46,7 +46,7 @@ SRC
 ensure_build_deps() {
     local pkgs="bison flex gcc make dpkg-dev pkg-config libreadline-dev zlib1g-dev libicu-dev libssl-dev" missing="" p
     for p in $pkgs; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
         log "installing build dependencies:$missing"
