@@ -91,8 +91,8 @@ CREATE TABLE dim_by_name (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NUL
 -- its unique indexes could not be distributed by name: not created
 SELECT scd2.register('dim_by_name', ARRAY['id'], surrogate_key_column => 'sk', create_indexes => false);
 SELECT create_distributed_table('dim_by_name', 'name');
-CREATE TABLE dim_single (LIKE dim_by_name);
-SELECT scd2.register('dim_single', ARRAY['id'], create_indexes => false);
+CREATE TABLE dim_single (LIKE dim_by_name INCLUDING IDENTITY);
+SELECT scd2.register('dim_single', ARRAY['id'], surrogate_key_column => 'sk', create_indexes => false);
 SELECT create_distributed_table('dim_single', NULL);
 CREATE FUNCTION show_error(sql text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE st text; msg text; det text; hnt text;
