@@ -42,7 +42,7 @@
 /* ---------- classification ---------- */
 
 /* Keys with several staging rows: they go the general way. */
-char *
+static char *
 scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
 {
 	StringInfoData buf;
@@ -97,7 +97,7 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  * (found by counting each key's rows: append_single_row_keys).
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
-char *
+static char *
 scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 {
 	StringInfoData buf;
@@ -189,7 +189,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 }
 
 /* Keys the fast path found late: to the general path. */
-char *
+static char *
 scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
 {
 	StringInfoData buf;
@@ -208,7 +208,7 @@ scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
  * effective_at.  Keys whose current version starts at or after it go the
  * general way (second statement).
  */
-char *
+static char *
 scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys)
 {
 	StringInfoData buf;

@@ -45,7 +45,7 @@
  * tracked, Type 1 and copied column whose type or typmod differs from the
  * dimension's.  NULL when there are none.
  */
-Scd2ConvItem *
+static Scd2ConvItem *
 scd2_conv_items(const Scd2Config *cfg, int *n)
 {
 	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
@@ -107,7 +107,7 @@ append_lossy(StringInfo buf, const Scd2ConvItem *item)
  * one, the number of values converted, only to make the conversion run:
  * a value out of range fails the statement).
  */
-char *
+static char *
 scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n)
 {
 	StringInfoData buf;
@@ -133,7 +133,7 @@ scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n)
 }
 
 /* Convert one column of every staging row (it fails or it does not). */
-char *
+static char *
 scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item)
 {
 	return psprintf("SELECT pg_catalog.count(CAST(s.%s AS %s)) FROM %s s",
@@ -141,7 +141,7 @@ scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item)
 }
 
 /* A staging row whose value does not survive the round trip. */
-char *
+static char *
 scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item)
 {
 	StringInfoData buf;
@@ -157,7 +157,7 @@ scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item)
 }
 
 /* Every staging row's key and value as text (to find the one that fails). */
-char *
+static char *
 scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item)
 {
 	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s WHERE s.%s IS NOT NULL",
@@ -165,7 +165,7 @@ scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item)
 }
 
 /* The conversion of one value, given as the staging type's text ($1). */
-char *
+static char *
 scd2_sql_conv_one(const Scd2ConvItem *item)
 {
 	return psprintf("SELECT CAST(CAST(CAST($1 AS pg_catalog.text) AS %s) AS %s)",

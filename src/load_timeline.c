@@ -47,7 +47,7 @@
  * full history scan), and the gap starts after closed versions.
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
-char *
+static char *
 scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 {
 	StringInfoData buf;
@@ -161,7 +161,7 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 }
 
 /* Two staged rows of one key at one instant with different values. */
-char *
+static char *
 scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
 {
 	StringInfoData buf;
@@ -191,7 +191,7 @@ scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
  * load creates its work tables before it enters the security-restricted
  * context, see load.c); otherwise the INSERT that fills it.
  */
-char *
+static char *
 scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool create)
 {
 	StringInfoData buf;
@@ -230,7 +230,7 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool cr
 }
 
 /* A staged point conflicting with an existing version's start. */
-char *
+static char *
 scd2_sql_conflict(const Scd2Config *cfg, const char *win)
 {
 	StringInfoData buf;
@@ -244,7 +244,7 @@ scd2_sql_conflict(const Scd2Config *cfg, const char *win)
 }
 
 /* The change rows of the complex keys, from the kept points. */
-char *
+static char *
 scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win)
 {
 	StringInfoData buf;
@@ -297,7 +297,7 @@ scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win
  * whose last staged row carried a Type 1 overwrite, staging rows of
  * complex keys.
  */
-char *
+static char *
 scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys)
 {
 	StringInfoData buf;

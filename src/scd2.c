@@ -17,7 +17,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "load.h"
+#include "load_exec.h"
 
 PG_MODULE_MAGIC;
 
