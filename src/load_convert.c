@@ -6,36 +6,35 @@
  */
 #include "scd2.h"
 
-
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
-#include "fmgr.h"
-#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #include "load.h"
 #include "sqlbuild.h"
+
+/*
+ * One staging column whose conversion to the dimension's type is checked
+ * before a load (a value that does not fit is an error, never cut).
+ */
+typedef struct Scd2ConvItem
+{
+	const char *name;			/* staging column, unquoted */
+	const char *ident;			/* the same, quoted */
+	const char *src_type_sql;	/* staging type */
+	const char *dst_type_sql;	/* dimension type */
+	const char *src_type_name;	/* the same two, for messages */
+	const char *dst_type_name;
+	const char *eqop_sql;		/* comparison type's =, for the round trip,
+								 * or NULL (only failures are detected) */
+	const char *cmp_type_sql;	/* the type both sides are compared in */
+	char		category;		/* typcategory of the dimension type */
+	bool		effective;		/* the effective column */
+} Scd2ConvItem;
 
 /* ---------- conversions ---------- */
 
