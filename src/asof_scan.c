@@ -10,7 +10,6 @@
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/visibilitymap.h"
-#include "fmgr.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
 #include "utils/memutils.h"

@@ -34,7 +34,6 @@
  */
 #include "scd2.h"
 
-#include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -11,8 +11,6 @@
 
 #include "executor/spi.h"
 #include "utils/guc.h"
-#include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "load_exec.h"

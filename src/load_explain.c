@@ -17,7 +17,6 @@
 
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "load_exec.h"

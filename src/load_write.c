@@ -11,7 +11,6 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "executor/spi.h"
-#include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
