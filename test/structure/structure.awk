@@ -11,7 +11,8 @@
 #                                                the edge a.c -> b.c)
 #   single-use     f (x.h): used only in x.c     (exported, not shared)
 #   duplicate      f and g: the same body in a.c and b.c
-# and one summary line per check: "check NAME: N findings".
+# and one summary line per check: "check NAME: N findings".  With -v edges=1
+# also every call edge between files: "edge  a.c -> b.c (one function)".
 #
 # What counts as a reference: any identifier in a .c file's code (comments
 # and string literals stripped) that names a function defined, not static,
@@ -217,6 +218,10 @@ END {
 		definer = extdef[f]
 		if (definer ~ / / || definer == b) continue
 		addedge("call", b, definer, f)
+	}
+	if (edges) for (k in edge) {
+		split(k, parts, SUBSEP)
+		if (parts[1] == "call") print "edge  " parts[2] " -> " parts[3] " (" edge[k] ")"
 	}
 	nf = cycles("inc", "include-cycle")
 	print "check include-cycles: " nf " findings"
