@@ -110,7 +110,7 @@ round_trip_eqop(Oid srctype, Oid dsttype)
  * The load stores CAST(staging AS dimension type): a value of another type
  * or typmod can fail to convert (out of range) or convert with loss
  * (varchar(n)/char(n) cut, numeric(p,s) or an integer type rounded), which
- * the load refuses before it writes (load.c).  A collation alone changes no
+ * the load refuses before it writes (load_convert.c).  A collation alone changes no
  * value.
  */
 static void
