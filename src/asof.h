@@ -193,9 +193,6 @@ extern int64 scd2_asof_sk_value(AsofCache *c, Datum d);
 extern void scd2_asof_keep_snapshot(AsofCache *c, Snapshot snapshot);
 extern void scd2_asof_open(AsofCache *c, Snapshot snapshot);
 extern void scd2_asof_close(AsofCache *c);
-extern void scd2_asof_xact_callback(XactEvent event, void *arg);
-extern void scd2_asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-									   SubTransactionId parentSubid, void *arg);
 extern void scd2_prepare_btree_scan(IndexScanDesc scan);
 extern void scd2_asof_cache_reset(void *arg);
 extern bool scd2_asof_probe(AsofCache *c, Datum atv, int64 *sk);

@@ -10,7 +10,6 @@
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "access/visibilitymap.h"
-#include "fmgr.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
 #include "utils/memutils.h"
@@ -23,6 +22,9 @@ static dlist_head open_caches = DLIST_STATIC_INIT(open_caches);
 static bool callbacks_registered = false;
 
 static void asof_opencxt_gone(void *arg);
+static void scd2_asof_xact_callback(XactEvent event, void *arg);
+static void scd2_asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									   SubTransactionId parentSubid, void *arg);
 
 /* The (sub)transaction callbacks that close open scans, once per backend. */
 void
@@ -190,7 +192,7 @@ asof_close_all(void)
  * locks are released, and which may have interrupted a call half-way), close
  * every open scan.
  */
-void
+static void
 scd2_asof_xact_callback(XactEvent event, void *arg)
 {
 	(void) arg;
@@ -208,7 +210,7 @@ scd2_asof_xact_callback(XactEvent event, void *arg)
 	}
 }
 
-void
+static void
 scd2_asof_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {

@@ -36,7 +36,6 @@
  */
 #include "scd2.h"
 
-#include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
@@ -46,11 +45,9 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "sqlbuild.h"		/* X(): the change table's internal column names */
@@ -258,18 +255,6 @@ hand_over_run_id(const Scd2Config *cfg, int64 run_id)
 	pending.xid = GetCurrentTransactionId();
 }
 
-/* jsonb_build_object's arguments for the business key of alias c. */
-static char *
-key_pairs(const Scd2Config *cfg, const char *alias)
-{
-	StringInfoData keys;
-
-	initStringInfo(&keys);
-	for (int i = 0; i < cfg->nkeys; i++)
-		append_json_pair(&keys, cfg->keys[i].name, psprintf("%s.%s", alias, cfg->keys[i].ident));
-	return keys.data;
-}
-
 /*
  * Before the load computes its change log: the work table it writes into,
  * created by the extension owner (so the dimension's owner, whose code
@@ -317,7 +302,7 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 {
 	StringInfoData sql;
 	StringInfoData type1;
-	char	   *keys = key_pairs(cfg, "c");
+	char	   *keys = scd2_key_json_sql(cfg, "c");
 	bool		text_images = text_before_images();
 
 	initStringInfo(&type1);
@@ -331,7 +316,7 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 X(LOG_INSERT
-					   " SELECT c.`_action, false, %s, pg_catalog.jsonb_build_object(%s), %s, %s, %s, %s, %s"
+					   " SELECT c.`_action, false, %s, %s, %s, %s, %s, %s, %s"
 					   " FROM %s c JOIN %s d ON "),
 					 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
 					 keys, encode_sql(cfg->vf.typid, X("c.`_tvf")),
@@ -343,7 +328,7 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 	scd2_append_key_join(&sql, cfg, "d", "c");
 	appendStringInfo(&sql, X(" AND d.%s %s c.`_tvf WHERE c.`_tvf IS NOT NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
 	appendStringInfo(&sql,
-					 X(" UNION ALL SELECT c.`_action, true, %s, pg_catalog.jsonb_build_object(%s), %s, %s,"
+					 X(" UNION ALL SELECT c.`_action, true, %s, %s, %s, %s,"
 					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
 					   " FROM %s c"),
 					 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
@@ -368,10 +353,10 @@ char *
 scd2_changelog_sql_first_load(const Scd2Config *cfg)
 {
 	return psprintf(LOG_INSERT
-					" SELECT " WT_ACT_INSERT ", true, NULL::pg_catalog.int8, pg_catalog.jsonb_build_object(%s), %s,"
+					" SELECT " WT_ACT_INSERT ", true, NULL::pg_catalog.int8, %s, %s,"
 					" NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
 					" FROM %s d",
-					key_pairs(cfg, "d"), encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vf.ident)),
+					scd2_key_json_sql(cfg, "d"), encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vf.ident)),
 					cfg->dim_sql);
 }
 

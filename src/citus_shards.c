@@ -15,7 +15,6 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace_d.h"
 #include "catalog/pg_type.h"
@@ -24,8 +23,6 @@
 #include "nodes/primnodes.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
 
 #include "citus.h"
 #include "citus_shards.h"

@@ -8,19 +8,16 @@
  */
 #include "scd2.h"
 
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "parser/parse_coerce.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "sqlbuild.h"
@@ -113,7 +110,7 @@ round_trip_eqop(Oid srctype, Oid dsttype)
  * The load stores CAST(staging AS dimension type): a value of another type
  * or typmod can fail to convert (out of range) or convert with loss
  * (varchar(n)/char(n) cut, numeric(p,s) or an integer type rounded), which
- * the load refuses before it writes (load.c).  A collation alone changes no
+ * the load refuses before it writes (load_convert.c).  A collation alone changes no
  * value.
  */
 static void

@@ -34,7 +34,6 @@
  */
 #include "scd2.h"
 
-#include "access/htup_details.h"
 #include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -423,15 +422,10 @@ load_extract(Snapshots *ss, int i)
 	m->source_rows = ss->rows[i];
 	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", ss->at[i], started_at, m,
 							psprintf("scd2.apply_snapshots: extract %d of %d", i + 1, ss->n));
-	ss->sum.source_rows += m->source_rows;
-	ss->sum.inserted += m->inserted;
-	ss->sum.new_versions += m->new_versions;
-	ss->sum.closed += m->closed;
-	ss->sum.deleted += m->deleted;
-	ss->sum.shortened += m->shortened;
-	ss->sum.type1_updated += m->type1_updated;
-	ss->sum.unchanged += m->unchanged;
-	ss->sum.duplicates += m->duplicates;
+	/* the call's totals: every metric of metrics.h */
+#define ADD_METRIC(name, words, shown, source, how) ss->sum.name += m->name;
+	SCD2_METRICS(ADD_METRIC)
+#undef ADD_METRIC
 }
 
 /* The whole call (in a subtransaction at top level, see txn.c). */

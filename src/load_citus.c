@@ -39,7 +39,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "storage/lmgr.h"
-#include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 

@@ -8,33 +8,7 @@
  */
 #include "scd2.h"
 
-
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #include "load.h"
 #include "sqlbuild.h"
@@ -42,7 +16,7 @@
 /* ---------- classification ---------- */
 
 /* Keys with several staging rows: they go the general way. */
-char *
+static char *
 scd2_sql_multi_keys(const Scd2Config *cfg, const char *keys)
 {
 	StringInfoData buf;
@@ -97,7 +71,7 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  * (found by counting each key's rows: append_single_row_keys).
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
-char *
+static char *
 scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 {
 	StringInfoData buf;
@@ -189,7 +163,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 }
 
 /* Keys the fast path found late: to the general path. */
-char *
+static char *
 scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
 {
 	StringInfoData buf;
@@ -208,7 +182,7 @@ scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
  * effective_at.  Keys whose current version starts at or after it go the
  * general way (second statement).
  */
-char *
+static char *
 scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *keys)
 {
 	StringInfoData buf;

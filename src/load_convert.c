@@ -6,36 +6,35 @@
  */
 #include "scd2.h"
 
-
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
-#include "fmgr.h"
-#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #include "load.h"
 #include "sqlbuild.h"
+
+/*
+ * One staging column whose conversion to the dimension's type is checked
+ * before a load (a value that does not fit is an error, never cut).
+ */
+typedef struct Scd2ConvItem
+{
+	const char *name;			/* staging column, unquoted */
+	const char *ident;			/* the same, quoted */
+	const char *src_type_sql;	/* staging type */
+	const char *dst_type_sql;	/* dimension type */
+	const char *src_type_name;	/* the same two, for messages */
+	const char *dst_type_name;
+	const char *eqop_sql;		/* comparison type's =, for the round trip,
+								 * or NULL (only failures are detected) */
+	const char *cmp_type_sql;	/* the type both sides are compared in */
+	char		category;		/* typcategory of the dimension type */
+	bool		effective;		/* the effective column */
+} Scd2ConvItem;
 
 /* ---------- conversions ---------- */
 
@@ -45,7 +44,7 @@
  * tracked, Type 1 and copied column whose type or typmod differs from the
  * dimension's.  NULL when there are none.
  */
-Scd2ConvItem *
+static Scd2ConvItem *
 scd2_conv_items(const Scd2Config *cfg, int *n)
 {
 	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
@@ -107,7 +106,7 @@ append_lossy(StringInfo buf, const Scd2ConvItem *item)
  * one, the number of values converted, only to make the conversion run:
  * a value out of range fails the statement).
  */
-char *
+static char *
 scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n)
 {
 	StringInfoData buf;
@@ -133,7 +132,7 @@ scd2_sql_conv_check(const Scd2Config *cfg, const Scd2ConvItem *items, int n)
 }
 
 /* Convert one column of every staging row (it fails or it does not). */
-char *
+static char *
 scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item)
 {
 	return psprintf("SELECT pg_catalog.count(CAST(s.%s AS %s)) FROM %s s",
@@ -141,7 +140,7 @@ scd2_sql_conv_force(const Scd2Config *cfg, const Scd2ConvItem *item)
 }
 
 /* A staging row whose value does not survive the round trip. */
-char *
+static char *
 scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item)
 {
 	StringInfoData buf;
@@ -157,7 +156,7 @@ scd2_sql_conv_lossy_row(const Scd2Config *cfg, const Scd2ConvItem *item)
 }
 
 /* Every staging row's key and value as text (to find the one that fails). */
-char *
+static char *
 scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item)
 {
 	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s WHERE s.%s IS NOT NULL",
@@ -165,7 +164,7 @@ scd2_sql_conv_rows(const Scd2Config *cfg, const Scd2ConvItem *item)
 }
 
 /* The conversion of one value, given as the staging type's text ($1). */
-char *
+static char *
 scd2_sql_conv_one(const Scd2ConvItem *item)
 {
 	return psprintf("SELECT CAST(CAST(CAST($1 AS pg_catalog.text) AS %s) AS %s)",

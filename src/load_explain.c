@@ -17,10 +17,9 @@
 
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 
-#include "load.h"
+#include "load_exec.h"
 
 /* scd2.explain_statement: '' none, '*' every statement, else one step */
 static char *explain_statement = NULL;

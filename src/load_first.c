@@ -29,13 +29,11 @@
  */
 #include "scd2.h"
 
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"

@@ -37,7 +37,7 @@
 #include "nodes/plannodes.h"
 #include "utils/guc.h"
 
-#include "load.h"
+#include "load_exec.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 

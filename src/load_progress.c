@@ -23,7 +23,6 @@
 
 #include "access/xact.h"
 #include "lib/stringinfo.h"
-#include "miscadmin.h"
 #include "utils/backend_status.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"

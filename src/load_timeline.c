@@ -7,33 +7,7 @@
  */
 #include "scd2.h"
 
-
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #include "load.h"
 #include "sqlbuild.h"
@@ -47,7 +21,7 @@
  * full history scan), and the gap starts after closed versions.
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
-char *
+static char *
 scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 {
 	StringInfoData buf;
@@ -161,7 +135,7 @@ scd2_sql_points(const Scd2Config *cfg, const char *pts, const char *keys)
 }
 
 /* Two staged rows of one key at one instant with different values. */
-char *
+static char *
 scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
 {
 	StringInfoData buf;
@@ -191,7 +165,7 @@ scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
  * load creates its work tables before it enters the security-restricted
  * context, see load.c); otherwise the INSERT that fills it.
  */
-char *
+static char *
 scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool create)
 {
 	StringInfoData buf;
@@ -230,7 +204,7 @@ scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool cr
 }
 
 /* A staged point conflicting with an existing version's start. */
-char *
+static char *
 scd2_sql_conflict(const Scd2Config *cfg, const char *win)
 {
 	StringInfoData buf;
@@ -244,7 +218,7 @@ scd2_sql_conflict(const Scd2Config *cfg, const char *win)
 }
 
 /* The change rows of the complex keys, from the kept points. */
-char *
+static char *
 scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win)
 {
 	StringInfoData buf;
@@ -297,7 +271,7 @@ scd2_sql_general_changes(const Scd2Config *cfg, const char *chg, const char *win
  * whose last staged row carried a Type 1 overwrite, staging rows of
  * complex keys.
  */
-char *
+static char *
 scd2_sql_general_counts(const Scd2Config *cfg, const char *win, const char *keys)
 {
 	StringInfoData buf;

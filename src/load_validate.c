@@ -6,33 +6,8 @@
  */
 #include "scd2.h"
 
-
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #include "load.h"
 #include "sqlbuild.h"
@@ -52,7 +27,7 @@
  * keep the grouped scan: a row-typed or locale-aware sort costs more than
  * the hash.
  */
-char *
+static char *
 scd2_sql_validate(const Scd2Config *cfg)
 {
 	StringInfoData buf;
@@ -105,7 +80,7 @@ scd2_sql_validate(const Scd2Config *cfg)
 }
 
 /* The first row with a NULL key or effective time, as JSON, for errdetail. */
-char *
+static char *
 scd2_sql_bad_row(const Scd2Config *cfg)
 {
 	StringInfoData buf;
@@ -127,7 +102,7 @@ scd2_sql_bad_row(const Scd2Config *cfg)
 }
 
 /* A staging row whose effective time is infinity or -infinity. */
-char *
+static char *
 scd2_sql_nonfinite_row(const Scd2Config *cfg)
 {
 	return psprintf("SELECT %s, CAST(s.%s AS pg_catalog.text) FROM %s s"
@@ -192,6 +167,23 @@ scd2_validate_staging(LoadState *st, bool *several)
 			 errhint("Fill in the effective time of the %lld row(s) concerned; nothing was loaded.",
 					 (long long) null_eff)));
 	return rows;				/* not reached */
+}
+
+/*
+ * A staging row whose effective time is at or after the current rows'
+ * valid_to (e.g. '9999-12-31'), as JSON, or none: such a row would make a
+ * version that ends after "forever".
+ */
+static char *
+scd2_sql_beyond_current(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text FROM %s s WHERE CAST(%s AS %s) >= %s LIMIT 1",
+					 cfg->stg_sql, cfg->eff_col ? psprintf("s.%s", cfg->eff_col) : "$1",
+					 cfg->vf.type_sql, cfg->current_vt);
+	return buf.data;
 }
 
 /*

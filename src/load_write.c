@@ -11,7 +11,6 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "executor/spi.h"
-#include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -82,61 +81,6 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 }
 
 /*
- * What an update copy (alias s) writes into its target row (alias t):
- * "valid_to = ..., is_current = ..., type1 = ..." -- the MERGE's UPDATE and
- * the closes of the write step on Citus (load_citus.c).
- */
-void
-scd2_append_update_set(StringInfo buf, const Scd2Config *cfg)
-{
-	appendStringInfo(buf, "%s = %s", cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
-	if (cfg->is_current)
-		appendStringInfo(buf, X(", %s = s.`_cur"), cfg->is_current);
-	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(buf, X(", %s = CASE WHEN s.`_set_y THEN s.%s ELSE t.%s END"),
-						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
-}
-
-/* "(keys, payload, valid_from, valid_to[, is_current])": what an insert writes. */
-void
-scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg)
-{
-	appendStringInfoString(buf, "(");
-	scd2_append_cols(buf, cfg->keys, cfg->nkeys, NULL);
-	scd2_append_payload_cols(buf, cfg, NULL);
-	appendStringInfo(buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
-	if (cfg->is_current)
-		appendStringInfo(buf, ", %s", cfg->is_current);
-	appendStringInfoString(buf, ")");
-}
-
-/* The values of those columns from an insert copy (alias s). */
-void
-scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg)
-{
-	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
-	scd2_append_payload_cols(buf, cfg, "s.");
-	appendStringInfo(buf, X(", s.`_vf, %s"), scd2_stored_vt(cfg, X("s.`_vt")));
-	if (cfg->is_current)
-		appendStringInfoString(buf, X(", s.`_cur"));
-}
-
-/* jsonb_build_object('k1', a.k1, ...) */
-char *
-scd2_key_json_sql(const Scd2Config *cfg, const char *alias)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "pg_catalog.jsonb_build_object(");
-	for (int i = 0; i < cfg->nkeys; i++)
-		appendStringInfo(&buf, "%s%s, %s.%s", i ? ", " : "",
-						 quote_literal_cstr(cfg->keys[i].name), alias, cfg->keys[i].ident);
-	appendStringInfoString(&buf, ")");
-	return buf.data;
-}
-
-/*
  * SELECT <the change feed> FROM <from> ORDER BY <its order>: one row per
  * dimension row written, in key and time order, from rows under the alias
  * c (change-table columns); sk_expr gives the surrogate key.
@@ -190,23 +134,6 @@ scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg)
 	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
 					scd2_sql_merge(cfg, chg), sk,
 					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
-}
-
-/*
- * A staging row whose effective time is at or after the current rows'
- * valid_to (e.g. '9999-12-31'), as JSON, or none: such a row would make a
- * version that ends after "forever".
- */
-char *
-scd2_sql_beyond_current(const Scd2Config *cfg)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "SELECT pg_catalog.to_jsonb(s)::pg_catalog.text FROM %s s WHERE CAST(%s AS %s) >= %s LIMIT 1",
-					 cfg->stg_sql, cfg->eff_col ? psprintf("s.%s", cfg->eff_col) : "$1",
-					 cfg->vf.type_sql, cfg->current_vt);
-	return buf.data;
 }
 
 /*
@@ -286,21 +213,6 @@ report_skipping_trigger(const Scd2Config *cfg, const char *triggers, const char 
 			 errdetail("%s A BEFORE UPDATE or INSERT row trigger that returns NULL skips the row it fires for; the dimension has %s. Everything was rolled back.",
 					   what, triggers),
 			 errhint("Make the trigger return NEW for the load's updates and inserts (or disable it during loads), then retry the load.")));
-}
-
-/* Copy the change feed rows SPI holds into the caller's tuplestore. */
-void
-scd2_store_feed(Tuplestorestate *store, TupleDesc desc)
-{
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5];
-
-		for (int c = 0; c < 5; c++)
-			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
-		tuplestore_putvalues(store, desc, values, nulls);
-	}
 }
 
 /*

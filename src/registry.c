@@ -23,7 +23,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "utils/acl.h"
 #include "utils/array.h"

@@ -1,5 +1,6 @@
 /*
- * scd2.c -- module entry point: _PG_init defines every scd2.* setting.
+ * scd2.c -- module entry point: _PG_init defines the scd2.* settings (and
+ * has load_memory.c and load_explain.c define their own one each).
  *
  * The variables are read where the setting takes effect: asof_on_missing
  * asof_bulk_threshold and asof_map_memory by the as-of lookup (asof.c,
@@ -17,7 +18,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "load.h"
+#include "load_exec.h"
 
 PG_MODULE_MAGIC;
 

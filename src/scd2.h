@@ -91,25 +91,6 @@ typedef struct Scd2Config
 								 * with px followed by "_" (config.c) */
 } Scd2Config;
 
-/*
- * One staging column whose conversion to the dimension's type is checked
- * before a load (a value that does not fit is an error, never cut).
- */
-typedef struct Scd2ConvItem
-{
-	const char *name;			/* staging column, unquoted */
-	const char *ident;			/* the same, quoted */
-	const char *src_type_sql;	/* staging type */
-	const char *dst_type_sql;	/* dimension type */
-	const char *src_type_name;	/* the same two, for messages */
-	const char *dst_type_name;
-	const char *eqop_sql;		/* comparison type's =, for the round trip,
-								 * or NULL (only failures are detected) */
-	const char *cmp_type_sql;	/* the type both sides are compared in */
-	char		category;		/* typcategory of the dimension type */
-	bool		effective;		/* the effective column */
-} Scd2ConvItem;
-
 /* Exact metrics of one load: one field per line of SCD2_METRICS. */
 typedef struct Scd2Metrics
 {

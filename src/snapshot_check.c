@@ -32,7 +32,6 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "storage/bufmgr.h"
-#include "storage/lmgr.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 

@@ -275,19 +275,73 @@ scd2_keys_cheap_prefix(const Scd2Config *cfg)
 	return n;
 }
 
-/* The staging key as JSON, from the staging columns themselves. */
+/*
+ * What an update copy (alias s) writes into its target row (alias t):
+ * "valid_to = ..., is_current = ..., type1 = ..." -- the MERGE's UPDATE
+ * (load_write.c) and the closes of the write step on Citus (load_citus.c).
+ */
+void
+scd2_append_update_set(StringInfo buf, const Scd2Config *cfg)
+{
+	appendStringInfo(buf, "%s = %s", cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
+	if (cfg->is_current)
+		appendStringInfo(buf, X(", %s = s.`_cur"), cfg->is_current);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(buf, X(", %s = CASE WHEN s.`_set_y THEN s.%s ELSE t.%s END"),
+						 cfg->type1[i].ident, cfg->type1[i].ident, cfg->type1[i].ident);
+}
+
+/*
+ * "(keys, payload, valid_from, valid_to[, is_current])": what an insert
+ * writes (load_write.c's MERGE, load_citus.c's inserts).
+ */
+void
+scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg)
+{
+	appendStringInfoString(buf, "(");
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, NULL);
+	scd2_append_payload_cols(buf, cfg, NULL);
+	appendStringInfo(buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
+	if (cfg->is_current)
+		appendStringInfo(buf, ", %s", cfg->is_current);
+	appendStringInfoString(buf, ")");
+}
+
+/* The values of those columns from an insert copy (alias s). */
+void
+scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg)
+{
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
+	scd2_append_payload_cols(buf, cfg, "s.");
+	appendStringInfo(buf, X(", s.`_vf, %s"), scd2_stored_vt(cfg, X("s.`_vt")));
+	if (cfg->is_current)
+		appendStringInfoString(buf, X(", s.`_cur"));
+}
+
+/*
+ * jsonb_build_object('k1', a.k1, ...): the business key of the row under
+ * alias as JSON, the one builder of it (the change feed, the change log,
+ * the timeline's and the conversions' error details).
+ */
 char *
-scd2_staging_key_json(const Scd2Config *cfg)
+scd2_key_json_sql(const Scd2Config *cfg, const char *alias)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "CAST(pg_catalog.jsonb_build_object(");
+	appendStringInfoString(&buf, "pg_catalog.jsonb_build_object(");
 	for (int i = 0; i < cfg->nkeys; i++)
-		appendStringInfo(&buf, "%s%s, s.%s", i ? ", " : "",
-						 quote_literal_cstr(cfg->keys[i].name), cfg->keys[i].ident);
-	appendStringInfoString(&buf, ") AS pg_catalog.text)");
+		appendStringInfo(&buf, "%s%s, %s.%s", i ? ", " : "",
+						 quote_literal_cstr(cfg->keys[i].name), alias, cfg->keys[i].ident);
+	appendStringInfoString(&buf, ")");
 	return buf.data;
+}
+
+/* The staging key (alias s) as JSON text, for error details. */
+char *
+scd2_staging_key_json(const Scd2Config *cfg)
+{
+	return psprintf("CAST(%s AS pg_catalog.text)", scd2_key_json_sql(cfg, "s"));
 }
 
 /* Whether some column of the relation starts with prefix. */

@@ -6,7 +6,6 @@
 #include "scd2.h"
 
 #include "access/xact.h"
-#include "nodes/parsenodes.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 

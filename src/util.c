@@ -14,7 +14,6 @@
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
-#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"

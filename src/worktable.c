@@ -5,35 +5,10 @@
  */
 #include "scd2.h"
 
-
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
-#include "nodes/parsenodes.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/lmgr.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/resowner.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
-#include "load.h"
+#include "worktable.h"
 #include "sqlbuild.h"
 
 static const WorkColumn keys_cols[] = {

@@ -1,0 +1,55 @@
+/*
+ * load_exec.h -- the statement runner of one load (load_exec.c), at the
+ * bottom of the load's files: every step (load_*.c) runs its statements
+ * through it, and it calls no step and not the driver (load.c).
+ */
+#ifndef SCD2_LOAD_EXEC_H
+#define SCD2_LOAD_EXEC_H
+
+#include "scd2.h"
+
+#include "utils/snapshot.h"
+#include "utils/tuplestore.h"
+
+/* State of one load while it runs. */
+typedef struct LoadState
+{
+	const Scd2Config *cfg;
+	OwnerContext *oc;
+	Snapshot	snap;
+	bool		log_prepared;	/* the change log's work table exists
+								 * (changelog.c) */
+	Datum		effective_at;
+	double		dim_rows;		/* planner's estimate of the dimension */
+	int64		source_rows;	/* staging rows (after validation) */
+	/* On Citus (load_citus.c); zero otherwise. */
+	int			citus;			/* the dimension's Scd2CitusKind */
+	int			stg_citus;		/* the staging table's */
+	const char *dim_table_sql;	/* the dimension itself (cfg->dim_sql may
+								 * name its image) */
+	const char *stg_table_sql;	/* the staging table itself, when imaged */
+	const char *stg_join_sql;	/* the staging table, when the workers join
+								 * it to the dimension's shards */
+} LoadState;
+
+/* load_exec.c */
+extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
+extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
+								const Datum *args, int expected, const char *what);
+extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
+								   const char *sql, int expected, const char *what);
+extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
+extern void scd2_load_record_change_log(LoadState *st, const char *sql, bool probing);
+extern void scd2_store_feed(Tuplestorestate *store, TupleDesc desc);
+
+/* load_memory.c: a load statement's nodes share hash_mem */
+extern void scd2_memory_budget_init(void);
+extern void scd2_memory_budget_arm(const char *sql);
+extern void scd2_memory_budget_disarm(void);
+
+/* load_explain.c: scd2.explain_statement shows a statement's plan */
+extern void scd2_explain_init(void);
+extern void scd2_explain_if_asked(const char *sql, const char *what, int nargs,
+								  Oid *argtypes, Datum *values, Snapshot snap);
+
+#endif							/* SCD2_LOAD_EXEC_H */

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# scd2 structure test (issue 23): the files of src/ form no circle.
+#
+# structure.awk reads src/*.c and src/*.h (POSIX awk, nothing to install,
+# no server needed) and reports
+#   include-cycles      a cycle of #include "..." between src/ files
+#   call-cycles         a cycle of calls between src/ files: a function
+#                       defined in a.c and referenced from b.c makes the
+#                       edge b.c -> a.c; a file calling itself is no edge
+#   single-use-exports  a function declared extern in a header but used in
+#                       one file only (it should be static)
+#   duplicate-bodies    one function body in two files, or one exported
+#                       name defined twice
+# Each is one test, failing with its findings printed (a cycle as the
+# files it passes through and the function of each edge).  A sixth test
+# plants a circle in two scratch files and checks that the checker sees
+# it, so the test cannot pass by finding nothing.
+#
+# Prints `structure: N passed, M failed`; exits non-zero on any failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+
+check() {					# check NAME: the findings of that check
+    local name=$1 n
+    n=$(sed -n "s/^check $name: \\([0-9]*\\) findings\$/\\1/p" "$work/report")
+    if [ -z "$n" ]; then
+        echo "FAILED $name: the checker printed no result"; failed=$((failed + 1))
+    elif [ "$n" = 0 ]; then
+        echo "ok     $name"; passed=$((passed + 1))
+    else
+        echo "FAILED $name: $n findings"; failed=$((failed + 1))
+        grep -E "^$2 " "$work/report" | sort | sed 's/^/    /'
+    fi
+}
+
+awk -f "$here/structure.awk" "$root"/src/*.c "$root"/src/*.h >"$work/report" 2>&1 ||
+    { cat "$work/report"; echo "structure: 0 passed, 1 failed"; exit 1; }
+check include-cycles include-cycle
+check call-cycles call-cycle
+check single-use-exports single-use
+check duplicates duplicate
+
+# The checker itself: a.c calls b.c, which calls back; a.h and b.h include
+# each other; c.c copies a body of a.c; b.h exports b_two, which only b.c
+# uses.
+mkdir -p "$work/planted"
+cat >"$work/planted/a.h" <<'EOF'
+#include "b.h"
+extern int a_one(int x);
+EOF
+cat >"$work/planted/b.h" <<'EOF'
+#include "a.h"
+extern int b_one(int x);
+extern int b_two(int x);
+EOF
+cat >"$work/planted/a.c" <<'EOF'
+/* b_one( in a comment is no call */
+int
+a_one(int x)
+{
+	return b_one(x) + 1 + x * 2 + x * 3 + x * 4 + x * 5 + x * 6 + x * 7 + x * 8 + x * 9 + x * 10 + x * 11 + x * 12 + x * 13 + x * 14 + x * 15 + x * 16;
+}
+EOF
+cat >"$work/planted/b.c" <<'EOF'
+int
+b_two(int x)
+{
+	return x;
+}
+
+int
+b_one(int x)
+{
+	return x > 0 ? a_one(b_two(x) - 1) : 0;
+}
+EOF
+cat >"$work/planted/c.c" <<'EOF'
+static int
+c_copy(int x)
+{
+	return b_one(x) + 1 + x * 2 + x * 3 + x * 4 + x * 5 + x * 6 + x * 7 + x * 8 + x * 9 + x * 10 + x * 11 + x * 12 + x * 13 + x * 14 + x * 15 + x * 16;
+}
+EOF
+awk -f "$here/structure.awk" "$work"/planted/*.c "$work"/planted/*.h >"$work/planted.out" 2>&1
+want="include-cycle  a.h -> b.h -> a.h
+call-cycle  a.c -> b.c (b_one) -> a.c (a_one)
+single-use  b_two (b.h): used only in b.c
+duplicate  a_one (a.c) and c_copy (c.c): the same body"
+miss=""
+while IFS= read -r line; do
+    grep -Fqx "$line" "$work/planted.out" || miss="$miss
+    missing: $line"
+done <<<"$want"
+grep -q '^single-use  a_one' "$work/planted.out" && miss="$miss
+    unexpected: a single-use report of a_one, which two files use"
+if [ -z "$miss" ]; then
+    echo "ok     planted-circle"; passed=$((passed + 1))
+else
+    echo "FAILED planted-circle: the checker missed what was planted$miss"
+    sed 's/^/    got: /' "$work/planted.out"
+    failed=$((failed + 1))
+fi
+
+echo "structure: $passed passed, $failed failed"
+[ "$failed" = 0 ]
