@@ -71,7 +71,6 @@ typedef struct Snapshots
 	TimestampTz started_at;
 	Scd2Config *cfg;			/* the registration with the staging table */
 	char	   *cols;			/* the staging columns, quoted: "a, b" */
-	char	   *xcols;			/* the same of alias x: "x.a, x.b" */
 	char	   *scols;			/* and of alias s */
 	char	   *img;			/* every column but the snapshot column */
 	char	   *marker;			/* "the row only marks its extract" */
@@ -126,14 +125,12 @@ column_sql(Snapshots *ss)
 	Relation	rel = relation_open(ss->stg_oid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	StringInfoData c,
-				xc,
 				sc,
 				im,
 				mk,
 				gc;
 
 	initStringInfo(&c);
-	initStringInfo(&xc);
 	initStringInfo(&sc);
 	initStringInfo(&im);
 	initStringInfo(&mk);
@@ -150,7 +147,6 @@ column_sql(Snapshots *ss)
 		for (int k = 0; k < ss->cfg->nkeys; k++)
 			key = key || strcmp(ss->cfg->keys[k].name, name) == 0;
 		appendStringInfo(&c, "%s%s", c.len ? ", " : "", q);
-		appendStringInfo(&xc, "%sx.%s", xc.len ? ", " : "", q);
 		appendStringInfo(&sc, "%ss.%s", sc.len ? ", " : "", q);
 		appendStringInfo(&gc, "%s%s", gc.len ? ", " : "", key ? psprintf("x.%s", q) : "NULL");
 		if (strcmp(name, ss->snap_col) == 0)
@@ -160,7 +156,6 @@ column_sql(Snapshots *ss)
 	}
 	relation_close(rel, NoLock);
 	ss->cols = c.data;
-	ss->xcols = xc.data;
 	ss->scols = sc.data;
 	ss->img = im.data;
 	ss->marker = mk.data;
