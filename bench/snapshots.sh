@@ -8,6 +8,9 @@
 #   apply x DAYS     CALL scd2.apply('ext_<n>', 'dim_b', <day>) per day, each
 #                    extract already in a table of its own (copying it there
 #                    is not timed)
+#   apply x DAYS     the same calls from views over the one table of
+#     (views)        extracts (extv_<n>: WHERE day = <day>), into dim_v --
+#                    separate calls on the data apply_snapshots is given
 #   dbt x DAYS       what a dbt snapshot (check strategy, every column) runs
 #                    per day on the same per-day tables: the first day's
 #                    CREATE TABLE AS, then approaches/dbt.sql (temp table,
@@ -59,13 +62,17 @@ BEGIN
     FOR d IN SELECT DISTINCT day FROM extracts ORDER BY 1 LOOP
         EXECUTE format('CREATE TABLE %I AS SELECT customer_id, name, city, tier, email, birth_date, credit_limit'
                        ' FROM extracts WHERE day = %L', 'ext_' || to_char(d, 'YYYYMMDD'), d);
+        EXECUTE format('CREATE VIEW %I AS SELECT customer_id, name, city, tier, email, birth_date, credit_limit'
+                       ' FROM extracts WHERE day = %L', 'extv_' || to_char(d, 'YYYYMMDD'), d);
     END LOOP;
 END \$\$;
 \i $here/dim.sql
 ALTER TABLE dim RENAME TO dim_a;
 CREATE TABLE dim_b (LIKE dim_a INCLUDING ALL);
+CREATE TABLE dim_v (LIKE dim_a INCLUDING ALL);
 SELECT scd2.register('dim_a', ARRAY['customer_id'], mode => 'snapshot');
 SELECT scd2.register('dim_b', ARRAY['customer_id'], mode => 'snapshot');
+SELECT scd2.register('dim_v', ARRAY['customer_id'], mode => 'snapshot');
 VACUUM ANALYZE;
 SQL
 days=$(q -At -c "SELECT string_agg(to_char(day, 'YYYYMMDD'), ' ' ORDER BY day) FROM (SELECT DISTINCT day FROM extracts) d")
@@ -88,6 +95,17 @@ t0=$(now)
 q -o /dev/null -f "/tmp/scd2_bench_snapshots_b.$$.sql"
 t_b=$(echo "$(now) - $t0" | bc)
 
+echo "== scd2.apply x $DAYS from views"
+{
+    echo "SET client_min_messages = warning;"
+    for d in $days; do
+        echo "CALL scd2.apply('extv_$d', 'dim_v', '$d'::date);"
+    done
+} >"/tmp/scd2_bench_snapshots_v.$$.sql"
+t0=$(now)
+q -o /dev/null -f "/tmp/scd2_bench_snapshots_v.$$.sql"
+t_v=$(echo "$(now) - $t0" | bc)
+
 echo "== dbt snapshot x $DAYS"
 first=${days%% *}
 {
@@ -103,20 +121,24 @@ first=${days%% *}
 t0=$(now)
 q -o /dev/null -f "/tmp/scd2_bench_snapshots_c.$$.sql"
 t_c=$(echo "$(now) - $t0" | bc)
-rm -f "/tmp/scd2_bench_snapshots_b.$$.sql" "/tmp/scd2_bench_snapshots_c.$$.sql"
+rm -f "/tmp/scd2_bench_snapshots_b.$$.sql" "/tmp/scd2_bench_snapshots_v.$$.sql" "/tmp/scd2_bench_snapshots_c.$$.sql"
 
 echo "== verification"
 same=$(q -At -c "SELECT (SELECT md5(string_agg((to_jsonb(t) - 'customer_sk')::text, ',' ORDER BY (to_jsonb(t) - 'customer_sk')::text)) FROM dim_a t)
                       = (SELECT md5(string_agg((to_jsonb(t) - 'customer_sk')::text, ',' ORDER BY (to_jsonb(t) - 'customer_sk')::text)) FROM dim_b t)")
+same_v=$(q -At -c "SELECT (SELECT md5(string_agg((to_jsonb(t) - 'customer_sk')::text, ',' ORDER BY (to_jsonb(t) - 'customer_sk')::text)) FROM dim_v t)
+                        = (SELECT md5(string_agg((to_jsonb(t) - 'customer_sk')::text, ',' ORDER BY (to_jsonb(t) - 'customer_sk')::text)) FROM dim_b t)")
 counts=$(q -At -c "SELECT (SELECT count(*) FROM dim_a) || ' ' || (SELECT count(*) FROM dim_b) || ' ' || (SELECT count(*) FROM dim_dbt)")
 metrics=$(q -At -c "SELECT string_agg(dimension || ':' || s, ' ' ORDER BY dimension) FROM (SELECT dimension, sum(source_rows) || '/' || sum(inserted) || '/' || sum(new_versions) || '/' || sum(closed) || '/' || sum(deleted) || '/' || sum(unchanged) s FROM scd2.audit_log GROUP BY 1) x")
-echo "   dim_a = dim_b: $same; versions a/b/dbt: $counts"
+echo "   dim_a = dim_b: $same; dim_v = dim_b: $same_v; versions a/b/dbt: $counts"
 echo "   metrics (source/inserted/new/closed/deleted/unchanged): $metrics"
 [ "$same" = t ] || { echo "dim_a and dim_b differ" >&2; exit 1; }
+[ "$same_v" = t ] || { echo "dim_v and dim_b differ" >&2; exit 1; }
 read -r ca cb cd <<<"$counts"
 [ "$ca" = "$cb" ] && [ "$ca" = "$cd" ] || { echo "version counts differ" >&2; exit 1; }
 
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(psql -X -At -d "$DB" -c 'SHOW server_version'), KEYS=$KEYS DAYS=$DAYS CHURN=$CHURN"
-printf '%-18s %8.2f s\n' "apply_snapshots" "$t_a" "apply x $DAYS" "$t_b" "dbt x $DAYS" "$t_c"
-printf 'apply x %s / apply_snapshots: %.2fx   dbt x %s / apply_snapshots: %.2fx\n' \
-    "$DAYS" "$(echo "$t_b / $t_a" | bc -l)" "$DAYS" "$(echo "$t_c / $t_a" | bc -l)"
+printf '%-24s %8.2f s\n' "apply_snapshots" "$t_a" "apply x $DAYS (tables)" "$t_b" \
+    "apply x $DAYS (views)" "$t_v" "dbt x $DAYS" "$t_c"
+printf 'ratios to apply_snapshots: apply x %s (tables) %.2fx   apply x %s (views) %.2fx   dbt x %s %.2fx\n' \
+    "$DAYS" "$(echo "$t_b / $t_a" | bc -l)" "$DAYS" "$(echo "$t_v / $t_a" | bc -l)" "$DAYS" "$(echo "$t_c / $t_a" | bc -l)"

@@ -6,9 +6,10 @@
  *
  * The result is that of loading the extracts one by one (rows, validity,
  * metrics, one audit row and one revertible run per extract); what makes
- * each load small is that the extracts are compared with each other first,
- * in one pass (prepare_extracts; a row reduced to its key, its extract and
- * the md5 of its text):
+ * each load small is that the extracts are compared with each other first
+ * (compare_extracts: one pass over the staging table, one sort of each
+ * row's key, extract and two hashes of its text, window functions over
+ * it; no join of extract with extract):
  *   - the first extract is loaded whole, in snapshot mode;
  *   - a later one is loaded as its changes since the extract before: a
  *     key's row is left out when the key has exactly that one row, the
@@ -18,8 +19,10 @@
  *     extract before had and this one lacks gets a delete marker; the load
  *     is incremental, with those markers and the registered delete marker
  *     as its delete marker (load.c, use_extract).
- * Each load is scd2_run_load, with its checks, guards (an empty extract,
- * max_close_fraction), change log and write path.
+ * The rows to load are then fetched again (fill_extracts), by ctid from a
+ * plain table, else by key and extract, all reads of the staging table in
+ * one snapshot.  Each load is scd2_run_load, with its checks, guards (an
+ * empty extract, max_close_fraction), change log and write path.
  *
  * An extract is one distinct value of snapshot_column (date, timestamp or
  * timestamptz; as timestamptz, the load's effective_at).  A row whose
@@ -35,6 +38,7 @@
 #include "scd2.h"
 
 #include "access/relation.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -43,8 +47,10 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "citus.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -52,6 +58,8 @@ PG_FUNCTION_INFO_V1(scd2_apply_snapshots);
 
 /* The extracts, in their work table: the staging columns and these. */
 #define EXTRACTS_TABLE	"pg_temp.\"scd2 work: extracts\""
+/* Per later extract, the keys to load and the keys gone (compare_extracts). */
+#define CHANGES_TABLE	"pg_temp.\"scd2 work: extract changes\""
 
 /* One call. */
 typedef struct Snapshots
@@ -62,7 +70,6 @@ typedef struct Snapshots
 	TimestampTz started_at;
 	Scd2Config *cfg;			/* the registration with the staging table */
 	char	   *cols;			/* the staging columns, quoted: "a, b" */
-	char	   *xcols;			/* the same of alias x: "x.a, x.b" */
 	char	   *scols;			/* and of alias s */
 	char	   *img;			/* every column but the snapshot column */
 	char	   *marker;			/* "the row only marks its extract" */
@@ -71,6 +78,9 @@ typedef struct Snapshots
 	TimestampTz *at;			/* their times, ascending */
 	int64	   *rows;			/* their staging rows (markers aside) */
 	int64	   *loaded;			/* their rows in the work table */
+	Snapshot	snap;			/* every read of the staging table */
+	bool		by_row;			/* the staging rows are fetched again by
+								 * ctid (a plain table), else by key */
 	Scd2Metrics sum;
 } Snapshots;
 
@@ -114,14 +124,12 @@ column_sql(Snapshots *ss)
 	Relation	rel = relation_open(ss->stg_oid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	StringInfoData c,
-				xc,
 				sc,
 				im,
 				mk,
 				gc;
 
 	initStringInfo(&c);
-	initStringInfo(&xc);
 	initStringInfo(&sc);
 	initStringInfo(&im);
 	initStringInfo(&mk);
@@ -138,7 +146,6 @@ column_sql(Snapshots *ss)
 		for (int k = 0; k < ss->cfg->nkeys; k++)
 			key = key || strcmp(ss->cfg->keys[k].name, name) == 0;
 		appendStringInfo(&c, "%s%s", c.len ? ", " : "", q);
-		appendStringInfo(&xc, "%sx.%s", xc.len ? ", " : "", q);
 		appendStringInfo(&sc, "%ss.%s", sc.len ? ", " : "", q);
 		appendStringInfo(&gc, "%s%s", gc.len ? ", " : "", key ? psprintf("x.%s", q) : "NULL");
 		if (strcmp(name, ss->snap_col) == 0)
@@ -148,7 +155,6 @@ column_sql(Snapshots *ss)
 	}
 	relation_close(rel, NoLock);
 	ss->cols = c.data;
-	ss->xcols = xc.data;
 	ss->scols = sc.data;
 	ss->img = im.data;
 	ss->marker = mk.data;
@@ -194,13 +200,13 @@ key_join(const Scd2Config *cfg)
 
 /* "s.k1 IS NULL OR ...": a row the load refuses for its NULL key. */
 static char *
-null_key(const Scd2Config *cfg)
+null_key(const Scd2Config *cfg, const char *alias)
 {
 	StringInfoData b;
 
 	initStringInfo(&b);
 	for (int i = 0; i < cfg->nkeys; i++)
-		appendStringInfo(&b, "%ss.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
+		appendStringInfo(&b, "%s%s.%s IS NULL", i ? " OR " : "", alias, cfg->keys[i].ident);
 	return b.data;
 }
 
@@ -214,7 +220,7 @@ read_extracts(Snapshots *ss)
 						   "       pg_catalog.count(*) FILTER (WHERE NOT (%s))"
 						   "  FROM %s s GROUP BY 1 ORDER BY 1",
 						   q, ss->marker, ss->cfg->stg_sql),
-				   0, NULL, NULL, NULL, InvalidSnapshot, false, SPI_OK_SELECT, "reading the extracts");
+				   0, NULL, NULL, NULL, ss->snap, true, SPI_OK_SELECT, "reading the extracts");
 	ss->n = (int) SPI_processed;
 	ss->at = palloc(sizeof(TimestampTz) * Max(ss->n, 1));
 	ss->rows = palloc(sizeof(int64) * Max(ss->n, 1));
@@ -266,74 +272,138 @@ refuse_older_extracts(const Snapshots *ss)
 }
 
 /*
- * One pass over the staging table into the work table: every row of the
- * first extract; of a later one, the rows that are not the key's one
- * unchanged row; a delete marker where a key leaves.  $1: the extracts'
- * times (width_bucket numbers a row's extract 1..n).
+ * The staging rows that are no mere extract markers, each with its
+ * extract's number 1..n (`_n), by a hash join with $1, the extracts'
+ * times in order.
+ */
+static char *
+numbered_rows_sql(const Snapshots *ss, const char *cols)
+{
+	const Scd2Config *cfg = ss->cfg;
+
+	return psprintf(X("SELECT %s, CAST(e.`_n AS pg_catalog.int4) AS `_n"
+					  "  FROM %s s JOIN pg_catalog.unnest($1) WITH ORDINALITY e(`_t, `_n)"
+					  "    ON CAST(s.%s AS pg_catalog.timestamptz) OPERATOR(pg_catalog.=) e.`_t"
+					  " WHERE NOT (%s)"),
+					cols, cfg->stg_sql, quote_identifier(ss->snap_col), ss->marker);
+}
+
+static Datum
+times_array(const Snapshots *ss)
+{
+	Datum	   *at = palloc(sizeof(Datum) * Max(ss->n, 1));
+
+	for (int i = 0; i < ss->n; i++)
+		at[i] = TimestampTzGetDatum(ss->at[i]);
+	return PointerGetDatum(construct_array(at, ss->n, TIMESTAMPTZOID, sizeof(TimestampTz),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * The extracts compared, in one pass over the staging table: every row,
+ * narrowed to its key, its extract, two 64-bit hashes of its text (so the
+ * one sort, by key and extract, moves little) and, fetched again by ctid,
+ * its ctid; then, per key in extract order (window functions over that
+ * sort, no join):
+ *   - a key of a later extract is to be loaded unless it has one row
+ *     there, had exactly one row in the extract before, and both have the
+ *     same text (the same two seeded 64-bit hashes of it: a changed row
+ *     passes for unchanged only if both collide) -- after the load of the extract before,
+ *     the dimension holds that row's state, so loading it again changes
+ *     nothing;
+ *   - a key's last row of an extract the next extract lacks the key of
+ *     marks the key gone from that next extract (`_n + 1).
+ * By ctid, every row to load is listed (and the rows without a business
+ * key, which the load refuses); by key, a key's last row stands for its
+ * rows of the extract, and fill_extracts takes the first extract and the
+ * rows without a key itself.  $1: the extracts' times; $2: how many.
+ */
+static void
+compare_extracts(Snapshots *ss)
+{
+	const Scd2Config *cfg = ss->cfg;
+	Oid			argtypes[2] = {TIMESTAMPTZARRAYOID, INT4OID};
+	Datum		values[2] = {times_array(ss), Int32GetDatum(ss->n)};
+	const char *last = X("w.`_nn IS DISTINCT FROM w.`_n");
+	const char *same = X("COALESCE(w.`_pn OPERATOR(pg_catalog.=) (w.`_n OPERATOR(pg_catalog.-) 1)"
+						 " AND w.`_ph OPERATOR(pg_catalog.=) w.`_h AND w.`_ph2 OPERATOR(pg_catalog.=) w.`_h2"
+						 " AND w.`_ppn IS DISTINCT FROM (w.`_n OPERATOR(pg_catalog.-) 1), false)");
+	const char *gone = psprintf(X("(%s AND w.`_n OPERATOR(pg_catalog.<) $2"
+								  " AND (w.`_nn IS NULL OR w.`_nn OPERATOR(pg_catalog.>) (w.`_n OPERATOR(pg_catalog.+) 1)))"),
+								last);
+	const char *nokey = psprintf("(%s)", null_key(cfg, "w"));
+	char	   *load;
+	char	   *where;
+
+	if (ss->by_row)
+	{
+		load = psprintf(X("(%s OR w.`_n OPERATOR(pg_catalog.=) 1"
+						  " OR w.`_nn OPERATOR(pg_catalog.=) w.`_n OR NOT %s)"), nokey, same);
+		gone = psprintf("(NOT %s AND %s)", nokey, gone);
+		where = "true";
+	}
+	else
+	{
+		load = psprintf(X("(%s AND w.`_n OPERATOR(pg_catalog.>) 1 AND NOT %s)"), last, same);
+		where = psprintf("NOT (%s)", null_key(cfg, "s"));
+	}
+	scd2_exec_user(psprintf(X("INSERT INTO " CHANGES_TABLE " (%s, `_n, `_row, `_load, `_gone)"
+							  " SELECT %s, w.`_n, w.`_row, %s, %s"
+							  "   FROM (SELECT %s, h.`_n, h.`_row, h.`_h, h.`_h2,"
+							  "                pg_catalog.lag(h.`_n) OVER o AS `_pn,"
+							  "                pg_catalog.lag(h.`_n, 2) OVER o AS `_ppn,"
+							  "                pg_catalog.lead(h.`_n) OVER o AS `_nn,"
+							  "                pg_catalog.lag(h.`_h) OVER o AS `_ph,"
+							  "                pg_catalog.lag(h.`_h2) OVER o AS `_ph2"
+							  "           FROM (SELECT %s, h.`_n, h.`_row, pg_catalog.hashtextextended(h.`_t, 0) AS `_h,"
+							  "                        pg_catalog.hashtextextended(h.`_t, 1) AS `_h2"
+							  "                   FROM (SELECT %s, s.`_n, %s AS `_row,"
+							  "                                CAST(ROW(%s) AS pg_catalog.text) COLLATE \"C\" AS `_t"
+							  "                           FROM (%s) s WHERE %s OFFSET 0) h OFFSET 0) h"
+							  "         WINDOW o AS (PARTITION BY %s ORDER BY h.`_n)) w"
+							  "  WHERE %s OR %s"),
+							key_list(cfg, ""), key_list(cfg, "w."), load, gone,
+							key_list(cfg, "h."), key_list(cfg, "h."),
+							key_list(cfg, "s."), ss->by_row ? "s.ctid" : "CAST(NULL AS pg_catalog.tid)", ss->img,
+							numbered_rows_sql(ss, ss->by_row ? psprintf("%s, s.ctid", ss->scols) : ss->scols),
+							where, key_list(cfg, "h."),
+							load, gone),
+				   2, argtypes, values, NULL, ss->snap, false, SPI_OK_INSERT,
+				   "comparing the extracts");
+}
+
+/*
+ * The work table the loads read: the rows compare_extracts chose, fetched
+ * again by ctid, or by key and extract (with the first extract's rows and
+ * the rows without a business key); and a delete marker for each key gone.
  */
 static void
 fill_extracts(Snapshots *ss)
 {
 	const Scd2Config *cfg = ss->cfg;
-	Datum	   *at = palloc(sizeof(Datum) * Max(ss->n, 1));
-	Oid			argtypes[2] = {TIMESTAMPTZARRAYOID, INT4OID};
-	Datum		values[2];
-	StringInfoData sql;
-	char	   *skip;
-	char	   *mark;
-	char	   *bucket;
+	Oid			argtypes[1] = {TIMESTAMPTZARRAYOID};
+	Datum		values[1] = {times_array(ss)};
+	const char *del = cfg->del_col ? psprintf("s.%s", cfg->del_col) : "false";
+	char	   *rows;
 
-	for (int i = 0; i < ss->n; i++)
-		at[i] = TimestampTzGetDatum(ss->at[i]);
-	values[0] = PointerGetDatum(construct_array(at, ss->n, TIMESTAMPTZOID, sizeof(TimestampTz),
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[1] = Int32GetDatum(ss->n);
-
-	initStringInfo(&sql);
-	/*
-	 * Compared narrow -- a row is its key, its extract and the md5 of its
-	 * text -- so the sort by key and extract moves little; the rows to
-	 * load are then fetched from the staging table by key and extract.
-	 */
-	skip = X("COALESCE(w.`_n OPERATOR(pg_catalog.>) 1"
-			 " AND w.`_pn OPERATOR(pg_catalog.=) (w.`_n OPERATOR(pg_catalog.-) 1)"
-			 " AND w.`_ph OPERATOR(pg_catalog.=) w.`_h"
-			 " AND w.`_nn IS DISTINCT FROM w.`_n"
-			 " AND w.`_ppn IS DISTINCT FROM (w.`_n OPERATOR(pg_catalog.-) 1), false)");
-	mark = X("(w.`_nn IS DISTINCT FROM w.`_n AND w.`_n OPERATOR(pg_catalog.<) $2"
-			 " AND (w.`_nn IS NULL OR w.`_nn OPERATOR(pg_catalog.>) (w.`_n OPERATOR(pg_catalog.+) 1)))");
-	bucket = psprintf("pg_catalog.width_bucket(CAST(s.%s AS pg_catalog.timestamptz), $1)",
-					  quote_identifier(ss->snap_col));
-	initStringInfo(&sql);
-	appendStringInfo(&sql, X("INSERT INTO " EXTRACTS_TABLE " (%s, `_n, `_gone, `_real)"
-							 " WITH h AS (SELECT %s, %s AS `_n,"
-							 "                   CAST(pg_catalog.md5(CAST(ROW(%s) AS pg_catalog.text)) AS pg_catalog.uuid) AS `_h"
-							 "              FROM %s s WHERE NOT (%s)),"
-							 " x AS MATERIALIZED (SELECT w.*, NOT %s AS `_keep, %s AS `_mark"
-							 "              FROM (SELECT h.*, pg_catalog.lag(h.`_n) OVER o AS `_pn,"
-							 "                           pg_catalog.lag(h.`_n, 2) OVER o AS `_ppn,"
-							 "                           pg_catalog.lead(h.`_n) OVER o AS `_nn,"
-							 "                           pg_catalog.lag(h.`_h) OVER o AS `_ph"
-							 "                      FROM h WINDOW o AS (PARTITION BY %s ORDER BY h.`_n, h.`_h)) w"
-							 "             WHERE NOT %s OR %s),"
-							 " want AS (SELECT DISTINCT %s, x.`_n FROM x WHERE x.`_keep)"
-							 " SELECT %s, s.`_n, %s, true"
-							 "   FROM (SELECT s.*, %s AS `_n FROM %s s WHERE NOT (%s)) s"
-							 "   JOIN want w ON %s AND s.`_n OPERATOR(pg_catalog.=) w.`_n"
-							 " UNION ALL"
-							 " SELECT %s, %s, %s, true FROM %s s WHERE NOT (%s) AND (%s)"
-							 " UNION ALL"
-							 " SELECT %s, x.`_n OPERATOR(pg_catalog.+) 1, true, false FROM x WHERE x.`_mark"),
-					 ss->cols,
-					 key_list(cfg, "s."), bucket, ss->img, cfg->stg_sql, ss->marker,
-					 skip, mark, key_list(cfg, "h."), skip, mark,
-					 key_list(cfg, "x."),
-					 ss->scols, cfg->del_col ? psprintf("s.%s", cfg->del_col) : "false",
-					 bucket, cfg->stg_sql, ss->marker, key_join(cfg),
-					 ss->scols, bucket, cfg->del_col ? psprintf("s.%s", cfg->del_col) : "false",
-					 cfg->stg_sql, ss->marker, null_key(cfg),
-					 ss->gone_cols);
-	scd2_exec_user(sql.data, 2, argtypes, values, NULL, InvalidSnapshot, false, SPI_OK_INSERT,
+	scd2_exec_user("ANALYZE " CHANGES_TABLE, 0, NULL, NULL, NULL, InvalidSnapshot, false,
+				   SPI_OK_UTILITY, "comparing the extracts");
+	if (ss->by_row)
+		rows = psprintf(X("SELECT %s, c.`_n, %s, true FROM " CHANGES_TABLE " c"
+						  "  JOIN %s s ON s.ctid OPERATOR(pg_catalog.=) c.`_row WHERE c.`_load"),
+						ss->scols, del, cfg->stg_sql);
+	else
+		rows = psprintf(X("SELECT %s, s.`_n, %s, true"
+						  "   FROM (%s) s"
+						  "   LEFT JOIN (SELECT * FROM " CHANGES_TABLE " c WHERE c.`_load) w"
+						  "     ON %s AND s.`_n OPERATOR(pg_catalog.=) w.`_n"
+						  "  WHERE s.`_n OPERATOR(pg_catalog.=) 1 OR (%s) OR w.`_n IS NOT NULL"),
+						ss->scols, del, numbered_rows_sql(ss, "s.*"), key_join(cfg), null_key(cfg, "s"));
+	scd2_exec_user(psprintf(X("INSERT INTO " EXTRACTS_TABLE " (%s, `_n, `_gone, `_real) %s"
+							  " UNION ALL"
+							  " SELECT %s, x.`_n OPERATOR(pg_catalog.+) 1, true, false FROM " CHANGES_TABLE " x WHERE x.`_gone"),
+							ss->cols, rows, ss->gone_cols),
+				   ss->by_row ? 0 : 1, argtypes, values, NULL, ss->snap, false, SPI_OK_INSERT,
 				   "comparing the extracts");
 	scd2_exec_user("ANALYZE " EXTRACTS_TABLE, 0, NULL, NULL, NULL, InvalidSnapshot, false,
 				   SPI_OK_UTILITY, "analyzing the extracts");
@@ -341,6 +411,32 @@ fill_extracts(Snapshots *ss)
 				   0, NULL, NULL, NULL, InvalidSnapshot, false, SPI_OK_SELECT, "counting the extracts' rows");
 	for (uint64 i = 0; i < SPI_processed; i++)
 		ss->loaded[scd2_spi_int8((int) i, 1) - 1] = scd2_spi_int8((int) i, 2);
+}
+
+/*
+ * The work tables, as the dimension's owner before the restriction (as a
+ * load makes its own): of the staging table's columns without its
+ * constraints (a delete marker is NULL beyond the key).
+ */
+static void
+create_work_tables(const Snapshots *ss)
+{
+	const Scd2Config *cfg = ss->cfg;
+
+	scd2_exec_work(psprintf("CREATE TEMP TABLE " EXTRACTS_TABLE " ON COMMIT DROP AS SELECT %s FROM %s s WITH NO DATA",
+							ss->scols, cfg->stg_sql),
+				   SPI_OK_UTILITY, "creating the extracts");
+	scd2_exec_work(X("ALTER TABLE " EXTRACTS_TABLE " ADD COLUMN `_n pg_catalog.int4,"
+					 " ADD COLUMN `_gone pg_catalog.bool, ADD COLUMN `_real pg_catalog.bool"),
+				   SPI_OK_UTILITY, "creating the extracts");
+	scd2_exec_work(X("CREATE INDEX ON " EXTRACTS_TABLE " (`_n)"), SPI_OK_UTILITY, "creating the extracts");
+	scd2_exec_work(psprintf(X("CREATE TEMP TABLE " CHANGES_TABLE " ON COMMIT DROP AS SELECT %s,"
+							  " CAST(NULL AS pg_catalog.int4) AS `_n, CAST(NULL AS pg_catalog.tid) AS `_row,"
+							  " CAST(NULL AS pg_catalog.bool) AS `_load,"
+							  " CAST(NULL AS pg_catalog.bool) AS `_gone"
+							  " FROM %s s WITH NO DATA"),
+							key_list(cfg, "s."), cfg->stg_sql),
+				   SPI_OK_UTILITY, "creating the extracts");
 }
 
 /*
@@ -360,18 +456,22 @@ prepare_extracts(Snapshots *ss)
 	scd2_owner_enter(&oc, scd2_relation_owner(ss->dim_oid));
 	scd2_check_privileges(ss->stg_oid, ss->dim_oid, false, oc.owner, true);
 	scd2_set_local("jit", "off");	/* as a load: it saves nothing here */
-	scd2_exec_work(psprintf("CREATE TEMP TABLE " EXTRACTS_TABLE " (LIKE %s) ON COMMIT DROP", cfg->stg_sql),
-				   SPI_OK_UTILITY, "creating the extracts");
-	scd2_exec_work(X("ALTER TABLE " EXTRACTS_TABLE " ADD COLUMN `_n pg_catalog.int4,"
-					 " ADD COLUMN `_gone pg_catalog.bool, ADD COLUMN `_real pg_catalog.bool"),
-				   SPI_OK_UTILITY, "creating the extracts");
-	scd2_exec_work(X("CREATE INDEX ON " EXTRACTS_TABLE " (`_n)"), SPI_OK_UTILITY, "creating the extracts");
+	create_work_tables(ss);
 	scd2_owner_restrict(&oc);
 
+	/* one snapshot: the staging rows compared are the rows fetched again */
+	CommandCounterIncrement();
+	ss->snap = RegisterSnapshot(GetTransactionSnapshot());
+	ss->by_row = get_rel_relkind(ss->stg_oid) == RELKIND_RELATION && !has_subclass(ss->stg_oid) &&
+		scd2_citus_table(ss->stg_oid, NULL) == SCD2_CITUS_NONE;
 	read_extracts(ss);
 	refuse_older_extracts(ss);
 	if (ss->n > 0)
+	{
+		compare_extracts(ss);
 		fill_extracts(ss);
+	}
+	UnregisterSnapshot(ss->snap);
 	scd2_owner_leave(&oc);
 }
 
@@ -382,7 +482,8 @@ drop_extracts(const Snapshots *ss)
 	OwnerContext oc;
 
 	scd2_owner_enter(&oc, scd2_relation_owner(ss->dim_oid));
-	scd2_exec_work("DROP TABLE " EXTRACTS_TABLE, SPI_OK_UTILITY, "dropping the extracts");
+	scd2_exec_work("DROP TABLE " EXTRACTS_TABLE ", " CHANGES_TABLE,
+				   SPI_OK_UTILITY, "dropping the extracts");
 	scd2_owner_leave(&oc);
 }
 

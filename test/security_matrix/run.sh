@@ -47,6 +47,7 @@ ENTRY_POINTS=(
     "apply_all|CALL scd2.apply_all();|0"
     "revert|SELECT scd2.revert(:run);|0"
     "rewind|SELECT scd2.rewind('m.dim', :'t0'::timestamptz);|0"
+    "apply_snapshots|CALL scd2.apply_snapshots('m.snaps', 'm.dim', 'snap');@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM scd2.audit_log WHERE message = 'scd2.apply_snapshots: extract 1 of 1' AND finished_at >= :'t0' \\gset@@\\endif|0"
     "changes|SELECT count(*) FROM scd2.changes(:run);|0"
     "dimension_at|SELECT (SELECT count(*) FROM scd2.dimension_at(NULL::m.dim, now())) = (SELECT count(DISTINCT k) FROM m.dim) AS post \\gset|1"
     "dimension_at_known_at|SELECT (SELECT count(*) FROM scd2.dimension_at(NULL::m.dim, now(), now())) = (SELECT count(DISTINCT k) FROM m.dim) AS post \\gset|1"
@@ -61,9 +62,11 @@ OWNER_ONLY=" register prune_change_log "
 # (run as the owner: it creates m.stg and m.dim, registered) and sets
 # KTYPE (the key's type), KEYLIT (printf format of a key literal from a
 # number), STG_TABLE (the table the cells stage rows in) and FIRES (the
-# entry points that must run the code, for an allowed caller).
+# entry points that must run the code, for an allowed caller); SNAPS_VIEW=1
+# when m.snaps, apply_snapshots' table of extracts (m.stg's rows and a
+# snapshot column), must be a view over m.stg (else it is a plain table).
 KINDS=(trigger default check domain_check cast operator index_expression policy staging_view generated)
-LOADS="apply merge apply_all dbt_apply"
+LOADS="apply merge apply_all dbt_apply apply_snapshots"
 # (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
 read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
 
@@ -135,7 +138,7 @@ CREATE POLICY probed ON m.dim USING (m.probe('policy')) WITH CHECK (m.probe('pol
 SQL
 }
 kind_staging_view() {
-    KTYPE=int KEYLIT="%d" STG_TABLE=m.src FIRES="$LOADS merge_dry_run"
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.src FIRES="$LOADS merge_dry_run" SNAPS_VIEW=1
     cat <<'SQL'
 CREATE TABLE m.src (k int, tenant text, city text);
 CREATE VIEW m.stg AS SELECT k, tenant, city FROM m.src WHERE m.probe('staging view');
@@ -200,8 +203,18 @@ superuser=$(psql -X -At -d postgres -c "SELECT current_user")
 for kind in "${KINDS[@]}"; do
     db=scd2_mx_$kind
     psql_su -d postgres -c "CREATE DATABASE $db" >/dev/null
+    SNAPS_VIEW=0
     kind_sql=$("kind_$kind")
     "kind_$kind" >/dev/null   # sets KTYPE, KEYLIT, STG_TABLE, FIRES in this shell
+    # apply_snapshots' extracts: m.stg's rows at the time in the cell's prelude
+    if [ "$SNAPS_VIEW" = 1 ]; then
+        snaps_sql="CREATE TABLE m.snap_at (t timestamptz); GRANT SELECT ON m.snap_at TO PUBLIC;
+CREATE VIEW m.snaps AS SELECT s.*, a.t AS snap FROM m.stg s CROSS JOIN m.snap_at a;"
+        snaps_fill="DELETE FROM m.snap_at; INSERT INTO m.snap_at VALUES (statement_timestamp());"
+    else
+        snaps_sql="CREATE TABLE m.snaps AS SELECT s.*, now() AS snap FROM m.stg s WITH NO DATA;"
+        snaps_fill="DELETE FROM m.snaps; INSERT INTO m.snaps SELECT s.*, statement_timestamp() FROM m.stg s;"
+    fi
     if ! psql_su -d "$db" >"$out/setup_$kind" 2>&1 <<SQL
 SET client_min_messages = warning;
 CREATE EXTENSION scd2;
@@ -227,8 +240,9 @@ END \$\$;
 CREATE FUNCTION m.probe_imm(what text, v text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS \$\$
 BEGIN PERFORM m.probe(what); RETURN v; END \$\$;
 $kind_sql
+$snaps_sql
 GRANT SELECT, INSERT, UPDATE, DELETE ON m.dim TO regress_mx_grantee, regress_mx_limited;
-GRANT SELECT ON m.stg TO regress_mx_grantee, regress_mx_limited;
+GRANT SELECT ON m.stg, m.snaps TO regress_mx_grantee, regress_mx_limited;
 CREATE POLICY limited_a ON m.dim TO regress_mx_limited USING (tenant = 'a') WITH CHECK (tenant = 'a');
 INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" 1), 'a', 'Oslo'), ($(printf "$KEYLIT" 2), 'b', 'Rome');
 CALL scd2.apply('m.stg', 'm.dim', now() - interval '1 day');
@@ -314,6 +328,7 @@ SQL
                 echo "CALL scd2.apply('m.stg', 'm.dim') \\gset"
                 echo "SELECT :run_id AS run \\gset"
                 echo "INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" "$((n + 500))"), 'a', 'City $n');"
+                echo "$snaps_fill"
                 [ "$caller" = limited ] && echo "ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY;"
                 echo "RESET ROLE;"
                 echo "DELETE FROM m.probe_log;"
