@@ -27,11 +27,12 @@ SELECT create_reference_table('dim_r');
 SELECT scd2.register('dim_d', ARRAY['id'], mode => 'snapshot', surrogate_key_column => 'sk', is_current_column => 'is_current');
 SELECT scd2.register('dim_r', ARRAY['id'], mode => 'snapshot', surrogate_key_column => 'sk', is_current_column => 'is_current');
 
--- rows of a dimension in one text, surrogate keys aside
+-- rows of a dimension in one text, surrogate keys aside (times as epochs:
+-- Citus renders a pushed-down timestamptz in the worker's time zone)
 CREATE FUNCTION rows_of(dim regclass) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text;
 BEGIN
-  EXECUTE format('SELECT string_agg(x, '';'' ORDER BY x) FROM (SELECT concat_ws('','', id, name, city, valid_from, valid_to, is_current) x FROM %s) t', dim)
+  EXECUTE format('SELECT string_agg(x, '';'' ORDER BY x) FROM (SELECT concat_ws('','', id, name, city, extract(epoch FROM valid_from), extract(epoch FROM valid_to), is_current) x FROM %s) t', dim)
     INTO r;
   RETURN r;
 END $$;
