@@ -350,6 +350,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	int64		total_changes;
 	bool		fed = false;	/* the MERGE returned the feed (17+) */
 	bool		citus;			/* a Citus table takes part (load_citus.c) */
+	List	   *added;			/* columns added to the dimension (load_schema.c) */
 
 	memset(m, 0, sizeof(*m));
 	require_finite(req->effective_at);
@@ -378,7 +379,10 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	 * PostgreSQL 15, and saved nothing.
 	 */
 	scd2_set_local("jit", "off");
+	/* on_schema_change: the staging table's shape (load_schema.c) */
+	added = scd2_schema_evolve(req, &oc);
 	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
+	scd2_schema_apply_fills(cfg, added);
 	res->dim_name = cfg->dim_name;
 	res->stg_name = cfg->stg_name;
 	if (req->extract)
@@ -436,6 +440,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 		/* 5. Count, write, verify. */
 		total_changes = scd2_count_changes(&st, &cc, m);
+		scd2_schema_count_fills(&st, m);
 		if (!req->dry_run)
 			refuse_large_close(&st, m);
 		scd2_progress_phase(SCD2_PROGRESS_CHANGE_LOG, m->source_rows, m->source_rows, 0, total_changes);
