@@ -34,6 +34,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "load.h"
@@ -534,6 +535,13 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 	/* ALTER TABLE refuses a table this backend still has open */
 	table_close(stgrel, NoLock);
 	table_close(dimrel, NoLock);
+	/*
+	 * REPEATABLE READ, SERIALIZABLE: a rewrite copies what the latest
+	 * snapshot sees, so the transaction's must see the dimension as it is
+	 * (the load checks it again after the ALTER, too late then)
+	 */
+	scd2_refuse_stale_snapshot(req->dim_oid, dim_name, GetTransactionSnapshot(),
+							   "nothing was loaded");
 	alter_dimension(oc, note, dim_name);
 	/* a widened business key: the registered shape follows */
 	if (widened != NIL)
