@@ -286,8 +286,8 @@ SELECT id, city, region FROM scd2.dimension_at(NULL::dim, '2024-04-15') ORDER BY
 SELECT dimension, status, schema_change FROM scd2.audit_log WHERE schema_change IS NOT NULL AND dimension LIKE 'se.%' ORDER BY run_id;
 
 -- A dimension owned by another role, loaded by a third: the column is
--- added, and widened (a rewrite, which checks the owner's constraint on
--- every row), as the dimension's owner in a security-restricted operation.
+-- added, and widened (a rewrite, which rebuilds the owner's expression
+-- index), as the dimension's owner in a security-restricted operation.
 CREATE ROLE se_owner;
 CREATE ROLE se_loader;
 GRANT USAGE ON SCHEMA se TO se_owner, se_loader;
