@@ -464,6 +464,52 @@ alter_dimension(OwnerContext *oc, const char *sql, const char *dim_name)
 }
 
 /*
+ * What the option makes of the differences: fail refuses any; sync checks
+ * that every retyped column widens (else refuses) and returns them; the
+ * other options leave a retyped column to the load's value checks.
+ */
+static List *
+check_differences(SchemaMode mode, const Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
+				  List *added, List *retyped, const char *dim_name, const char *stg_name)
+{
+	List	   *widened = NIL;
+	ListCell   *lc;
+
+	if (mode == SCHEMA_FAIL)
+	{
+		List	   *diffs = list_concat(list_concat(list_copy(added), retyped),
+										missing_columns(reg, dim, stg));
+
+		if (diffs != NIL)
+			refuse_differences(dim_name, stg_name, diffs);
+	}
+	if (mode != SCHEMA_SYNC)
+		return NIL;
+	foreach(lc, retyped)
+	{
+		Diff	   *d = lfirst(lc);
+		Widening	w = widening(d->dim->atttypid, d->dim->atttypmod,
+								 d->stg->atttypid, d->stg->atttypmod);
+
+		if (w != WIDEN_YES)
+			refuse_type_change(dim_name, stg_name, d, w);
+		widened = lappend(widened, d);
+	}
+	return widened;
+}
+
+static List *
+diff_names(List *diffs)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	foreach(lc, diffs)
+		names = lappend(names, pstrdup(((Diff *) lfirst(lc))->name));
+	return names;
+}
+
+/*
  * The schema step of a load (see the file's header), as the dimension's
  * owner (the owner context is entered, not yet restricted), under the
  * load's lock.  Returns the names of the columns it added (NIL: none),
@@ -473,17 +519,15 @@ List *
 scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 {
 	char	   *dim_name = scd2_relation_display_name(req->dim_oid);
-	char	   *stg_name = scd2_relation_display_name(req->stg_oid);
 	Scd2Registration *reg = scd2_registry_read(req->dim_oid, dim_name);
 	SchemaMode	mode;
 	Relation	dimrel;
 	Relation	stgrel;
 	List	   *added = NIL;
 	List	   *retyped = NIL;
-	List	   *widened = NIL;
+	List	   *widened;
 	List	   *names = NIL;
-	ListCell   *lc;
-	char	   *note;
+	char	   *sql = NULL;
 
 	set_pending(dim_name, NULL);
 	if (reg->on_schema_change == NULL || req->stg_oid == req->dim_oid)
@@ -496,45 +540,25 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 	stgrel = table_open(req->stg_oid, AccessShareLock);
 	compare_columns(reg, req->extract, RelationGetDescr(dimrel), RelationGetDescr(stgrel),
 					&added, &retyped);
-
-	if (mode == SCHEMA_FAIL)
+	widened = check_differences(mode, reg, RelationGetDescr(dimrel), RelationGetDescr(stgrel),
+								added, retyped, dim_name,
+								scd2_relation_display_name(req->stg_oid));
+	if (mode == SCHEMA_IGNORE)
+		set_pending(dim_name, make_note(added, NIL, NIL, req->dry_run));
+	else if (mode != SCHEMA_FAIL)
+		set_pending(dim_name, make_note(NIL, added, widened, req->dry_run));
+	if ((mode == SCHEMA_APPEND || mode == SCHEMA_SYNC) && !req->dry_run &&
+		(added != NIL || widened != NIL))
 	{
-		List	   *diffs = list_concat(list_concat(list_copy(added), retyped),
-										missing_columns(reg, RelationGetDescr(dimrel),
-														RelationGetDescr(stgrel)));
-
-		if (diffs != NIL)
-			refuse_differences(dim_name, stg_name, diffs);
-		added = NIL;
+		names = diff_names(added);
+		sql = alter_sql(scd2_relation_display_name(req->dim_oid), added, widened);
 	}
-	if (mode == SCHEMA_SYNC)
-		foreach(lc, retyped)
-		{
-			Diff	   *d = lfirst(lc);
-			Widening	w = widening(d->dim->atttypid, d->dim->atttypmod,
-									 d->stg->atttypid, d->stg->atttypmod);
-
-			if (w != WIDEN_YES)
-				refuse_type_change(dim_name, stg_name, d, w);
-			widened = lappend(widened, d);
-		}
-
-	note = make_note(mode == SCHEMA_IGNORE ? added : NIL,
-					 mode == SCHEMA_IGNORE ? NIL : added, widened, req->dry_run);
-	set_pending(dim_name, note);
-	if (mode == SCHEMA_IGNORE || req->dry_run || (added == NIL && widened == NIL))
-	{
-		table_close(stgrel, NoLock);
-		table_close(dimrel, NoLock);
-		return NIL;
-	}
-
-	foreach(lc, added)
-		names = lappend(names, (char *) ((Diff *) lfirst(lc))->name);
-	note = alter_sql(scd2_relation_display_name(req->dim_oid), added, widened);
 	/* ALTER TABLE refuses a table this backend still has open */
 	table_close(stgrel, NoLock);
 	table_close(dimrel, NoLock);
+	if (sql == NULL)
+		return NIL;
+
 	/*
 	 * REPEATABLE READ, SERIALIZABLE: a rewrite copies what the latest
 	 * snapshot sees, so the transaction's must see the dimension as it is
@@ -542,7 +566,7 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 	 */
 	scd2_refuse_stale_snapshot(req->dim_oid, dim_name, GetTransactionSnapshot(),
 							   "nothing was loaded");
-	alter_dimension(oc, note, dim_name);
+	alter_dimension(oc, sql, dim_name);
 	/* a widened business key: the registered shape follows */
 	if (widened != NIL)
 		scd2_registry_refresh_shape(req->dim_oid);
