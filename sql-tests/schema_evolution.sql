@@ -279,6 +279,23 @@ SELECT * FROM last_audit('se.dimw');
 SELECT id, name, price, valid_from, valid_to FROM dimw WHERE id = 1 ORDER BY valid_from;
 SELECT cols('dimw');
 
+-- apply_snapshots: its snapshot column belongs to staging (never added);
+-- the first extract's load adds the new column and fills it in place, the
+-- second versions a change as usual
+CREATE TABLE dimx (id int NOT NULL, city text, valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean);
+SELECT scd2.register('dimx', ARRAY['id'], mode => 'snapshot', on_schema_change => 'append_new_columns');
+CREATE TABLE stgx0 (id int, city text);
+INSERT INTO stgx0 VALUES (1, 'Oslo'), (2, 'Rome');
+CALL scd2.apply('stgx0', 'dimx', '2024-01-01') \gset
+CREATE TABLE stgx_hist (id int, city text, region text, extract_at timestamptz);
+INSERT INTO stgx_hist VALUES (1, 'Oslo', 'north', '2024-02-01'), (2, 'Rome', 'south', '2024-02-01'),
+                             (1, 'Bergen', 'west', '2024-03-01'), (2, 'Rome', 'south', '2024-03-01');
+CALL scd2.apply_snapshots('stgx_hist', 'dimx', 'extract_at');
+SELECT cols('dimx');
+SELECT id, city, region, valid_from, valid_to FROM dimx ORDER BY id, valid_from;
+SELECT filled_in_place, new_versions, closed, unchanged, schema_change FROM scd2.audit_log
+ WHERE dimension = 'se.dimx' ORDER BY run_id;
+
 ------------------------------------------------------------------------------
 -- dimension_at and the audit row after the shape changed
 ------------------------------------------------------------------------------
