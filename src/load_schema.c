@@ -111,17 +111,13 @@ parse_mode(const char *value)
 	return SCHEMA_IGNORE;
 }
 
+/* A column of a relation by name (not a dropped one), or NULL. */
 static Form_pg_attribute
-find_column(TupleDesc desc, const char *name)
+find_column(Relation rel, const char *name)
 {
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), name);
 
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-			return att;
-	}
-	return NULL;
+	return attnum > 0 ? TupleDescAttr(RelationGetDescr(rel), attnum - 1) : NULL;
 }
 
 static bool
@@ -250,10 +246,11 @@ staging_only(const Scd2Registration *reg, const Scd2Extract *ext)
 
 /* Staging columns the dimension lacks; shared columns whose type differs. */
 static void
-compare_columns(const Scd2Registration *reg, const Scd2Extract *ext, TupleDesc dim,
-				TupleDesc stg, List **added, List **retyped)
+compare_columns(const Scd2Registration *reg, const Scd2Extract *ext, Relation dim,
+				Relation stgrel, List **added, List **retyped)
 {
 	List	   *skip = staging_only(reg, ext);
+	TupleDesc	stg = RelationGetDescr(stgrel);
 
 	for (int i = 0; i < stg->natts; i++)
 	{
@@ -286,9 +283,10 @@ compare_columns(const Scd2Registration *reg, const Scd2Extract *ext, TupleDesc d
  * for fail's message (config.c refuses them under every option).
  */
 static List *
-missing_columns(const Scd2Registration *reg, TupleDesc dim, TupleDesc stg)
+missing_columns(const Scd2Registration *reg, Relation dimrel, Relation stg)
 {
 	List	   *out = NIL;
+	TupleDesc	dim = RelationGetDescr(dimrel);
 
 	if (reg->carry_forward)
 		return NIL;
@@ -469,7 +467,7 @@ alter_dimension(OwnerContext *oc, const char *sql, const char *dim_name)
  * other options leave a retyped column to the load's value checks.
  */
 static List *
-check_differences(SchemaMode mode, const Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
+check_differences(SchemaMode mode, const Scd2Registration *reg, Relation dim, Relation stg,
 				  List *added, List *retyped, const char *dim_name, const char *stg_name)
 {
 	List	   *widened = NIL;
@@ -538,10 +536,8 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 	mode = parse_mode(reg->on_schema_change);
 	dimrel = table_open(req->dim_oid, AccessShareLock);
 	stgrel = table_open(req->stg_oid, AccessShareLock);
-	compare_columns(reg, req->extract, RelationGetDescr(dimrel), RelationGetDescr(stgrel),
-					&added, &retyped);
-	widened = check_differences(mode, reg, RelationGetDescr(dimrel), RelationGetDescr(stgrel),
-								added, retyped, dim_name,
+	compare_columns(reg, req->extract, dimrel, stgrel, &added, &retyped);
+	widened = check_differences(mode, reg, dimrel, stgrel, added, retyped, dim_name,
 								scd2_relation_display_name(req->stg_oid));
 	if (mode == SCHEMA_IGNORE)
 		set_pending(dim_name, make_note(added, NIL, NIL, req->dry_run));
