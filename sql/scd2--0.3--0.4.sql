@@ -146,7 +146,8 @@ CREATE FUNCTION scd2.register(
         no_overlap           boolean DEFAULT false,
         detect               text    DEFAULT 'values',
         max_close_fraction   real    DEFAULT NULL,
-        missing_columns      text    DEFAULT 'error')
+        missing_columns      text    DEFAULT 'error',
+        on_schema_change     text    DEFAULT 'ignore')
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -442,10 +443,11 @@ BEGIN
     PERFORM scd2._registry_store_more(dimension, v_created, v_no_overlap, detect);
     PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
     PERFORM scd2._registry_store_missing_columns(dimension, missing_columns);
+    PERFORM scd2._registry_store_schema_change(dimension, on_schema_change);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text, text) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
 
 ------------------------------------------------------------------------------
@@ -508,6 +510,7 @@ DECLARE
     v_att    record;
     v_decode text;
     v_unsafe text;
+    v_type1  name[];
 BEGIN
     SELECT t.typrelid INTO v_rel FROM pg_catalog.pg_type t
      WHERE t.oid = pg_catalog.pg_typeof(dimension) AND t.typrelid <> 0;
@@ -528,6 +531,12 @@ BEGIN
     END IF;
     -- issue 21: the registered shape holds (only built-in casts below)
     PERFORM scd2._check_dimension_read(v_rel);
+    -- the Type 1 columns of every run: the registration's, and the columns
+    -- a load added to the dimension (issue 28), whose before-images it
+    -- logged as Type 1 values
+    SELECT v_reg.type1 || COALESCE(pg_catalog.array_agg(DISTINCT c), '{}') INTO v_type1
+      FROM scd2.change_log_runs r, pg_catalog.unnest(r.type1_columns) c
+     WHERE r.dimension = v_rel AND c <> ALL (v_reg.type1);
     -- The reconstruction runs as the caller (its own SELECT, its policies):
     -- it builds the key's jsonb (a cast to json of the key's type) and reads
     -- Type 1 before-images back (a domain's CHECK).  Code a role other
@@ -546,7 +555,7 @@ BEGIN
            WHERE t.typtype = 'd' AND EXISTS (SELECT FROM pg_catalog.pg_constraint k
                                               WHERE k.contypid = t.oid AND k.contype = 'c')) x
      WHERE a.attrelid = v_rel AND a.attnum > 0 AND NOT a.attisdropped
-       AND a.attname = ANY (v_reg.business_key || v_reg.type1)
+       AND a.attname = ANY (v_reg.business_key || v_type1)
      LIMIT 1;
     IF v_unsafe IS NOT NULL THEN
         RAISE EXCEPTION 'scd2.dimension_at cannot reconstruct dimension % as known at an instant', v_rel
@@ -569,7 +578,7 @@ BEGIN
             WHEN v_att.attname = v_reg.valid_to_column THEN v_vt
             WHEN v_att.attname = v_reg.is_current_column THEN
                 pg_catalog.format('CASE WHEN u.valid_from IS NULL THEN d.%1$I ELSE u.old_is_current END', v_att.attname)
-            WHEN v_att.attname = ANY (v_reg.type1) THEN
+            WHEN v_att.attname = ANY (v_type1) THEN
                 pg_catalog.format('CASE WHEN u.old_type1 OPERATOR(pg_catalog.?) %1$L'
                                   ' THEN (pg_catalog.jsonb_populate_record(NULL::%2$s, u.old_type1)).%1$I ELSE d.%1$I END',
                                   v_att.attname, v_rel)
@@ -615,3 +624,37 @@ SELECT a.pid,
 COMMENT ON VIEW scd2.load_progress IS
     'one row per running scd2 load: its phase and counts (staging rows, changes) as of the phase''s start, from pg_stat_activity and under its visibility rules';
 GRANT SELECT ON scd2.load_progress TO PUBLIC;
+
+------------------------------------------------------------------------------
+-- Issue 28: schema evolution without losing history.  on_schema_change says
+-- what a load does when the staging table's columns differ from the
+-- dimension's: 'ignore' (the default: extra staging columns are not loaded,
+-- and the load's NOTICE and audit row name them), 'fail' (any difference is
+-- refused), 'append_new_columns' (a new staging column is added to the
+-- dimension), 'sync_all_columns' (also a widened type widens the dimension's
+-- column).  A column is never dropped from a dimension.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions
+    ADD COLUMN on_schema_change text NOT NULL DEFAULT 'ignore',
+    ADD CONSTRAINT dimensions_on_schema_change_check
+        CHECK (on_schema_change IN ('ignore', 'fail', 'append_new_columns', 'sync_all_columns'));
+COMMENT ON COLUMN scd2.dimensions.on_schema_change IS
+    'what a load does when the staging table''s columns differ from the dimension''s: ignore, fail, append_new_columns, sync_all_columns';
+
+CREATE FUNCTION scd2._registry_store_schema_change(dimension regclass, on_schema_change text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_schema_change'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_schema_change(regclass, text) IS
+    'internal: validates and records scd2.register''s on_schema_change (the caller must own the dimension)';
+
+-- filled_in_place: current versions given a new column's value in place by
+-- the load that added the column; schema_change: what the load did about
+-- the staging table's shape (columns ignored, added, widened).
+ALTER TABLE scd2.audit_log
+    ADD COLUMN filled_in_place bigint NOT NULL DEFAULT 0,
+    ADD COLUMN schema_change text;
+COMMENT ON COLUMN scd2.audit_log.filled_in_place IS
+    'current versions given a new column''s value in place (no new version) by the load that added the column';
+COMMENT ON COLUMN scd2.audit_log.schema_change IS
+    'what the load did about the staging table''s shape under on_schema_change: staging columns ignored, dimension columns added or widened';

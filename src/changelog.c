@@ -218,9 +218,11 @@ text_before_images(void)
 static int64
 write_run_header(const Scd2Config *cfg, bool text_images)
 {
-	Oid			argtypes[3] = {INT8OID, OIDOID, BOOLOID};
-	Datum		values[3];
+	Oid			argtypes[4] = {INT8OID, OIDOID, BOOLOID, TEXTARRAYOID};
+	Datum		values[4];
 	int64		run_id;
+	Datum	   *filled = palloc(sizeof(Datum) * Max(list_length(cfg->filled), 1));
+	ListCell   *lc;
 
 	scd2_exec_catalog("SELECT pg_catalog.nextval('scd2.audit_log_run_id_seq'::pg_catalog.regclass)",
 									 0, NULL, NULL, NULL, false, SPI_OK_SELECT, "reserving a run id");
@@ -229,14 +231,20 @@ write_run_header(const Scd2Config *cfg, bool text_images)
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
 	values[2] = BoolGetDatum(scd2_change_log);
+	/* the columns this load added are its Type 1 columns (load_schema.c) */
+	foreach(lc, cfg->filled)
+		filled[foreach_current_index(lc)] = CStringGetTextDatum((char *) lfirst(lc));
+	values[3] = PointerGetDatum(construct_array(filled, list_length(cfg->filled), TEXTOID, -1,
+												false, TYPALIGN_INT));
 	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
 				  " type1_columns, current_valid_to, logged%s)"
 				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
-				  " d.is_current_column, d.surrogate_key_column, d.type1, d.current_valid_to, $3%s"
+				  " d.is_current_column, d.surrogate_key_column,"
+				  " d.type1 OPERATOR(pg_catalog.||) $4::pg_catalog.name[], d.current_valid_to, $3%s"
 				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
 				  text_images ? ", old_type1_text" : "", text_images ? ", true" : ""),
-				  3, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
+				  4, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
 		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 	return run_id;
 }

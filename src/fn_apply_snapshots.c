@@ -505,6 +505,7 @@ load_extract(Snapshots *ss, int i)
 	ext.label = psprintf("extract %s", timestamptz_to_str(ss->at[i]));
 	ext.full = i == 0;
 	ext.rows = ss->rows[i];
+	ext.snapshot_col = ss->snap_col;
 
 	memset(&req, 0, sizeof(req));
 	req.stg_oid = ss->stg_oid;

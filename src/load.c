@@ -139,6 +139,7 @@ open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerC
 {
 	Scd2Config *cfg;
 	bool		citus;			/* a Citus table takes part (load_citus.c) */
+	List	   *added;			/* columns added to the dimension (load_schema.c) */
 
 	/*
 	 * The load's statements cost much in the planner's units (nested loops
@@ -147,7 +148,10 @@ open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerC
 	 * PostgreSQL 15, and saved nothing.
 	 */
 	scd2_set_local("jit", "off");
+	/* on_schema_change: the staging table's shape (load_schema.c) */
+	added = scd2_schema_evolve(req, oc);
 	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
+	scd2_schema_apply_fills(cfg, added);
 	res->dim_name = cfg->dim_name;
 	res->stg_name = cfg->stg_name;
 	if (req->extract)
@@ -216,6 +220,7 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 
 	/* 5. Count, write, verify. */
 	total_changes = scd2_count_changes(st, &cc, m);
+	scd2_schema_count_fills(st, m);
 	if (!req->dry_run)
 		refuse_large_close(st, m);
 	scd2_progress_phase(SCD2_PROGRESS_CHANGE_LOG, m->source_rows, m->source_rows, 0, total_changes);

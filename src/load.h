@@ -58,6 +58,11 @@ extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 									   int64 *y_applied, int64 *complex_rows);
 
+/* load_schema.c: register's on_schema_change */
+extern List *scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc);
+extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
+extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
+
 /* load_citus.c */
 extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
 extern void scd2_citus_fill_images(LoadState *st);

@@ -35,6 +35,7 @@ PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
 PG_FUNCTION_INFO_V1(scd2_registry_store_more);
 PG_FUNCTION_INFO_V1(scd2_registry_store_guard);
 PG_FUNCTION_INFO_V1(scd2_registry_store_missing_columns);
+PG_FUNCTION_INFO_V1(scd2_registry_store_schema_change);
 
 static void
 require_owner(Oid relid)
@@ -317,6 +318,67 @@ scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * scd2._registry_store_schema_change(dimension, on_schema_change): what a
+ * load does when the staging table's columns differ from the dimension's
+ * (0.4, load_schema.c): 'ignore', 'fail', 'append_new_columns' or
+ * 'sync_all_columns'.
+ */
+Datum
+scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
+{
+	static const char *const options[] = {"ignore", "fail", "append_new_columns",
+	"sync_all_columns"};
+	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
+	Datum		values[2];
+	char	   *value = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		valid = false;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	for (int i = 0; value != NULL && i < lengthof(options); i++)
+		valid |= strcmp(value, options[i]) == 0;
+	if (!valid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid on_schema_change \"%s\"", value ? value : "NULL"),
+				 errhint("Use 'ignore' (staging columns the dimension lacks are not loaded, and named), 'fail' (any difference refuses the load), 'append_new_columns' (new staging columns are added to the dimension) or 'sync_all_columns' (also widened types widen the dimension).")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(1);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET on_schema_change = $2"
+						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  2, argtypes, values, NULL, false, SPI_OK_UPDATE,
+						  "storing the registration's on_schema_change") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * After a load changed a dimension's columns (load_schema.c: a widened
+ * business key): the registered shape is the dimension's again, read from
+ * pg_attribute by the query register uses.  The caller is connected to SPI.
+ */
+void
+scd2_registry_refresh_shape(Oid dim_oid)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET " SHAPE_SQL
+						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  1, argtypes, values, NULL, false, SPI_OK_UPDATE,
+						  "storing the dimension's new shape") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry during its load",
+			 scd2_relation_display_name(dim_oid));
+}
+
 /* ---------- reads ---------- */
 
 /*
@@ -371,11 +433,13 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	int			rc;
 
 	/*
-	 * detect (0.3), max_close_fraction and missing_columns (0.4) are read
+	 * detect (0.3), max_close_fraction, missing_columns and
+	 * on_schema_change (0.4) are read
 	 * through to_jsonb: a registry of an older installation, before ALTER
 	 * EXTENSION scd2 UPDATE, has no such column and loads with value
 	 * detection, no close limit, and refuses a staging table that lacks a
-	 * column.
+	 * column.  Not read-only: a load that changed the dimension's shape
+	 * (load_schema.c) reads the registration it has just updated.
 	 */
 	rc = SPI_execute_with_args(
 		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
@@ -384,10 +448,11 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 				 "       surrogate_key_column, current_valid_to, %s,"
 				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values'),"
 				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8),"
-				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error')"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error'),"
+				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'on_schema_change'"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 scd2_registry_shape_sql()),
-		1, argtypes, values, NULL, true, 1);
+		1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the registry failed: %s",
 			 SPI_result_code_string(rc));
@@ -432,6 +497,8 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	d = SPI_getbinval(tup, desc, 16, &isnull);
 	reg->max_close_fraction = isnull ? -1.0 : DatumGetFloat8(d);
 	reg->carry_forward = strcmp(spi_text_or_null(tup, desc, 17), "carry_forward") == 0;
+	/* NULL: a registry before 0.4 (the library is updated first) */
+	reg->on_schema_change = spi_text_or_null(tup, desc, 18);
 	return reg;
 }
 

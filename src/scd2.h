@@ -85,6 +85,9 @@ typedef struct Scd2Config
 	char	   *del_col;		/* quoted staging column, or NULL */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
 
+	List	   *filled;			/* columns this load added to the dimension,
+								 * its Type 1 columns (load_schema.c) */
+
 	char	   *px;				/* prefix of every internal column name of
 								 * the generated SQL: no column of the
 								 * dimension or the staging table starts
@@ -112,6 +115,8 @@ typedef struct Scd2Extract
 	const char *label;			/* "extract <time>", for messages */
 	bool		full;			/* the whole extract, in snapshot mode */
 	int64		rows;			/* the extract's staging rows */
+	const char *snapshot_col;	/* the staging column naming the extract,
+								 * unquoted: never a dimension column */
 } Scd2Extract;
 
 /* What a caller asks of one load. */
@@ -184,6 +189,8 @@ typedef struct Scd2Registration
 	char	   *detect;
 	double		max_close_fraction; /* < 0: no limit */
 	bool		carry_forward;	/* missing_columns = 'carry_forward' */
+	char	   *on_schema_change;	/* ignore, fail, append_new_columns,
+									 * sync_all_columns; NULL before 0.4 */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
@@ -210,6 +217,7 @@ extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
 extern bool scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
 									Scd2AsofRegistration *out, bool missing_ok);
 extern Scd2Target *scd2_registry_targets(int *ntargets);
+extern void scd2_registry_refresh_shape(Oid dim_oid);
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 
@@ -225,6 +233,9 @@ extern bool scd2_call_is_nonatomic(FunctionCallInfo fcinfo);
 extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg,
 									  const char *dim_name, const char *stg_name,
 									  TimestampTz effective_at, TimestampTz started_at);
+
+/* load_schema.c: what the last load noted about the staging table's shape */
+extern const char *scd2_schema_note(const char *dim_name);
 
 /* audit.c */
 extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,

@@ -79,7 +79,7 @@
   {%- endif -%}
   {%- set on_schema_change = config.get('on_schema_change') or 'ignore' -%}
   {%- if on_schema_change not in ['ignore', 'append_new_columns', 'sync_all_columns', 'fail'] -%}
-    {{ exceptions.raise_compiler_error("scd2: config on_schema_change of " ~ model.name ~ " must be 'ignore' (new columns of the model are not loaded), 'append_new_columns' or 'sync_all_columns' (they are added to the dimension; none is ever dropped) or 'fail', not '" ~ on_schema_change ~ "'") }}
+    {{ exceptions.raise_compiler_error("scd2: config on_schema_change of " ~ model.name ~ " must be 'ignore' (new columns of the model are not loaded, and named in the run's audit row), 'append_new_columns' (they are added to the dimension), 'sync_all_columns' (also widened types widen it; no column is ever dropped) or 'fail' (any difference fails the run), not '" ~ on_schema_change ~ "'") }}
   {%- endif -%}
   {%- do return({
       'unique_key': unique_key,
@@ -122,13 +122,17 @@
       {%- endif %}
       {%- if cfg.missing_columns != 'error' %},
       missing_columns => {{ scd2.scd2__literal(cfg.missing_columns) }}
+      {%- endif %}
+      {%- if cfg.on_schema_change != 'ignore' %},
+      on_schema_change => {{ scd2.scd2__literal(cfg.on_schema_change) }}
       {%- endif %})
 {%- endmacro %}
 
 {#-
   How the registration of a dimension compares with a configuration:
   'missing' (not registered), 'same', 'options' (business key, tracked,
-  Type 1, effective/delete column, mode, detection, max_close_fraction or missing_columns differ: registering
+  Type 1, effective/delete column, mode, detection, max_close_fraction, missing_columns or
+  on_schema_change differ: registering
   again is safe) or 'bookkeeping' (bookkeeping column names or
   current_valid_to differ: the existing rows follow the old ones).
 -#}
@@ -158,6 +162,7 @@
           or coalesce(pg_catalog.to_jsonb(d) ->> 'detect', 'values') is distinct from {{ scd2.scd2__literal(cfg.detect) }}
           or (pg_catalog.to_jsonb(d) ->> 'max_close_fraction')::pg_catalog.float4 is distinct from {{ 'null' if cfg.max_close_fraction is none else cfg.max_close_fraction }}::pg_catalog.float4
           or coalesce(pg_catalog.to_jsonb(d) ->> 'missing_columns', 'error') is distinct from {{ scd2.scd2__literal(cfg.missing_columns) }}
+          or coalesce(pg_catalog.to_jsonb(d) ->> 'on_schema_change', 'ignore') is distinct from {{ scd2.scd2__literal(cfg.on_schema_change) }}
           then 'options'
         else 'same' end
       from (select 1) one

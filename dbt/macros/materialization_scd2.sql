@@ -9,8 +9,9 @@
        columns, less the delete marker, plus the bookkeeping columns) and
        registers it with scd2.register; an existing table that is not
        registered yet (e.g. a dbt snapshot taken over) is registered; a
-       registration that differs from the config is updated; columns new
-       in the model are added to the dimension (on_schema_change);
+       registration that differs from the config is updated (dbt's
+       on_schema_change is register's: the load itself adds the model's
+       new columns, widens types or refuses, under its lock);
     3. loads it with CALL scd2.apply (not with --empty);
     4. reports the run's metrics as the adapter response (rows_affected =
        rows written) and logs the run id.
@@ -65,7 +66,6 @@
       {%- endcall %}
       {{ log("scd2: " ~ ("registered the existing table " if state == 'missing' else "updated the registration of ") ~ target_relation, info=True) }}
     {%- endif -%}
-    {% do scd2.scd2__new_columns(target_relation, staging_relation, cfg) %}
   {%- endif -%}
 
   {#- 3. load (not with --empty: an empty extract would close every key in snapshot mode) -#}
@@ -168,53 +168,4 @@
     {%- endif %};
     {{ scd2.scd2__register_sql(target, cfg) }}
   {%- endcall %}
-{% endmacro %}
-
-{#-
-  Columns of the model the dimension does not have yet (less the delete
-  marker), by dbt's on_schema_change: 'ignore' (dbt's default) loads
-  without them; 'append_new_columns' (what dbt snapshots do) adds them with
-  the model's types and collations -- rows written from now on fill them,
-  existing rows keep NULL; 'sync_all_columns' does the same (a column the
-  model no longer has is never dropped: it holds history); 'fail' stops
-  the run naming them.  Columns the model no longer has stay in the
-  dimension (new versions get their defaults).
--#}
-{% macro scd2__new_columns(target, staging, cfg) %}
-  {%- if cfg.on_schema_change == 'ignore' -%}
-    {{ return(none) }}
-  {%- endif -%}
-  {% call statement('scd2_new_columns', fetch_result=True) -%}
-    select pg_catalog.quote_ident(a.attname::text) || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod)
-           || case when a.attcollation <> 0 and a.attcollation <> t.typcollation
-                   then ' collate ' || (select pg_catalog.quote_ident(n.nspname::text) || '.' || pg_catalog.quote_ident(c.collname::text)
-                                          from pg_catalog.pg_collation c join pg_catalog.pg_namespace n on n.oid = c.collnamespace
-                                         where c.oid = a.attcollation)
-                   else '' end,
-           a.attname::text
-      from pg_catalog.pg_attribute a
-      join pg_catalog.pg_type t on t.oid = a.atttypid
-     where a.attrelid = {{ scd2.scd2__regclass(staging) }} and a.attnum > 0 and not a.attisdropped
-       and a.attname is distinct from {{ scd2.scd2__name_or_null(cfg.delete_column) }}
-       and not exists (select from pg_catalog.pg_attribute d
-                        where d.attrelid = {{ scd2.scd2__regclass(target) }} and d.attname = a.attname
-                          and d.attnum > 0 and not d.attisdropped)
-     order by a.attnum
-  {%- endcall %}
-  {%- set rows = load_result('scd2_new_columns')['data'] -%}
-  {%- if rows | length == 0 -%}
-    {{ return(none) }}
-  {%- endif -%}
-  {%- set names = [] -%}
-  {%- for r in rows -%}{%- do names.append(r[1]) -%}{%- endfor -%}
-  {%- if cfg.on_schema_change == 'fail' -%}
-    {{ exceptions.raise_compiler_error("scd2: model " ~ model.name ~ " has columns that " ~ target ~ " lacks: " ~ names | join(', ') ~ "; nothing was loaded.\n  Hint: add them to the dimension, or set on_schema_change: append_new_columns (adds them) or ignore (loads without them).") }}
-  {%- endif -%}
-  {% call statement('scd2_add_columns') -%}
-    alter table {{ target }}
-    {%- for r in rows %}
-        add column {{ r[0] }}{{ "," if not loop.last }}
-    {%- endfor %}
-  {%- endcall %}
-  {{ log("scd2: added the model's new columns to " ~ target ~ ": " ~ names | join(', '), info=True) }}
 {% endmacro %}

@@ -59,6 +59,12 @@ INSERT INTO stg_customer VALUES (1, 'Oslo'), (2, 'Rome');
 CALL scd2.apply('stg_customer', 'dim_customer', '2024-01-01');
 UPDATE stg_customer SET city = 'Milan' WHERE customer_id = 2;
 CALL scd2.apply('stg_customer', 'dim_customer', '2024-02-01');
+-- on_schema_change (issue 28): a column new in staging is added by a load
+SELECT scd2.register('public.dim_customer', ARRAY['customer_id'], staging => 'public.stg_customer',
+                     on_schema_change => 'append_new_columns');
+ALTER TABLE stg_customer ADD COLUMN "Tier ü" text;
+UPDATE stg_customer SET "Tier ü" = 'gold' WHERE customer_id = 1;
+CALL scd2.apply('stg_customer', 'dim_customer', '2024-02-15');
 INSERT INTO "Sales Mart"."stg product ""v2""" VALUES
     ('A-1', 'EU', 10, 'bolt', '2024-01-01', false),
     ('A-1', 'US', 12, 'bolt', '2024-01-01', false),
@@ -76,9 +82,9 @@ then
     finish
 fi
 # A failed load at top level leaves an error row.
-sql $SRC -c "INSERT INTO stg_customer VALUES (NULL, 'x')" -c "CALL scd2.apply('stg_customer', 'dim_customer', '2024-04-01')" >/dev/null 2>&1
+sql $SRC -c "INSERT INTO stg_customer VALUES (NULL, 'x', NULL)" -c "CALL scd2.apply('stg_customer', 'dim_customer', '2024-04-01')" >/dev/null 2>&1
 sql $SRC -c "DELETE FROM stg_customer WHERE customer_id IS NULL" >/dev/null
-expect "source: five successful runs and one error row" "5 1" \
+expect "source: six successful runs and one error row" "6 1" \
     "$(q $SRC "SELECT count(*) FILTER (WHERE status = 'success') || ' ' || count(*) FILTER (WHERE status = 'error') FROM scd2.audit_log")"
 
 # Dump, restore into a new database.
@@ -152,6 +158,18 @@ out=$(sql $DST -c "SET client_min_messages = warning" \
     || not_ok "apply_all after the restore (registered staging tables resolve)" "$out"
 expect "the quoted dimension got the new key" "1" \
     "$(q $DST "SELECT count(*) FROM \"Sales Mart\".\"Dim Product \"\"ü\"\"\" WHERE \"SKU Code\" = 'C-3' AND \"To\" = 'infinity'")"
+# on_schema_change came back with the registry: a column new in staging
+# is added, the current versions filled in place.
+out=$(sql $DST -c "SET client_min_messages = warning" -c "ALTER TABLE stg_customer ADD COLUMN since date" \
+        -c "UPDATE stg_customer SET since = '2020-01-01'" \
+        -c "CALL scd2.apply('stg_customer', 'dim_customer', '2024-06-01')" 2>&1) \
+    && ok "a load after the restore adds a new staging column" || not_ok "a load after the restore adds a new staging column" "$out"
+expect "the column, the versions filled in place, no new version" "since date 2 0 gold" \
+    "$(q $DST "SELECT (SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute
+                        WHERE attrelid = 'dim_customer'::regclass AND attname = 'since')
+                      || ' ' || filled_in_place || ' ' || new_versions
+                      || ' ' || (SELECT \"Tier ü\" FROM dim_customer WHERE customer_id = 1 AND is_current)
+                 FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
 # The event trigger came back with the extension.
 sql $DST -c "SET client_min_messages = warning" -c "DROP TABLE dim_customer" >/dev/null
 expect "dropping a restored dimension unregisters it" "1" "$(q $DST "SELECT count(*) FROM scd2.dimensions")"

@@ -40,6 +40,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # name|statement|runs as the caller (1) or as the dimension's owner (0)
+#   [|what the dimension's owner does to the staging table (STG) before the
+#   cell, NN the cell's number]
 ENTRY_POINTS=(
     "apply|CALL scd2.apply('m.stg', 'm.dim');|0"
     "merge|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim');|0"
@@ -52,21 +54,27 @@ ENTRY_POINTS=(
     "dimension_at|SELECT (SELECT count(*) FROM scd2.dimension_at(NULL::m.dim, now())) = (SELECT count(DISTINCT k) FROM m.dim) AS post \\gset|1"
     "dimension_at_known_at|SELECT (SELECT count(*) FROM scd2.dimension_at(NULL::m.dim, now(), now())) = (SELECT count(DISTINCT k) FROM m.dim) AS post \\gset|1"
     "prune_change_log|SELECT scd2.prune_change_log(interval '0', 'm.dim');|0"
-    "register|SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg');|0"
+    "register|SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg', on_schema_change => 'append_new_columns');|0"
     "asof|SELECT scd2.asof('m.dim', now(), KEY);|1"
     "dbt_apply|CALL scd2.apply('m.stg'::regclass, 'm.dim'::regclass) \\gset@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM scd2.audit_log WHERE run_id = :run_id \\gset@@\\endif|0"
+    # on_schema_change (issue 28): the load adds the staging table's new
+    # column to the dimension (ALTER TABLE as the owner, restricted)
+    "apply_new_column|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = 'm.dim'::regclass AND attname = 'added_NN') = 1 AS post \\gset@@\\endif|0|ALTER TABLE STG ADD COLUMN added_NN int DEFAULT NN;"
 )
 OWNER_ONLY=" register prune_change_log "
 
 # The kinds of owner code: each is a shell function printing its setup
 # (run as the owner: it creates m.stg and m.dim, registered) and sets
 # KTYPE (the key's type), KEYLIT (printf format of a key literal from a
-# number), STG_TABLE (the table the cells stage rows in) and FIRES (the
-# entry points that must run the code, for an allowed caller); SNAPS_VIEW=1
-# when m.snaps, apply_snapshots' table of extracts (m.stg's rows and a
-# snapshot column), must be a view over m.stg (else it is a plain table).
+# number), STG_TABLE (the table the cells stage rows in), FIRES (the
+# entry points that must run the code, for an allowed caller) and
+# STG_RESHAPE (what makes a column added to STG_TABLE a staging column);
+# SNAPS_VIEW=1 when m.snaps, apply_snapshots' table of extracts (m.stg's
+# rows and a snapshot column), must be a view over m.stg (else it is a plain
+# table).
 KINDS=(trigger default check domain_check cast operator index_expression policy staging_view generated)
-LOADS="apply merge apply_all dbt_apply apply_snapshots"
+# apply_new_column stays last: it adds columns to m.stg that m.snaps lacks
+LOADS="apply merge apply_all dbt_apply apply_snapshots apply_new_column"
 # (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
 read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
 
@@ -139,6 +147,8 @@ SQL
 }
 kind_staging_view() {
     KTYPE=int KEYLIT="%d" STG_TABLE=m.src FIRES="$LOADS merge_dry_run" SNAPS_VIEW=1
+    # after a column is added to m.src, the view shows it too
+    STG_RESHAPE="CREATE OR REPLACE VIEW m.stg AS SELECT * FROM m.src WHERE m.probe('staging view');"
     cat <<'SQL'
 CREATE TABLE m.src (k int, tenant text, city text);
 CREATE VIEW m.stg AS SELECT k, tenant, city FROM m.src WHERE m.probe('staging view');
@@ -205,7 +215,8 @@ for kind in "${KINDS[@]}"; do
     psql_su -d postgres -c "CREATE DATABASE $db" >/dev/null
     SNAPS_VIEW=0
     kind_sql=$("kind_$kind")
-    "kind_$kind" >/dev/null   # sets KTYPE, KEYLIT, STG_TABLE, FIRES in this shell
+    STG_RESHAPE=
+    "kind_$kind" >/dev/null   # sets KTYPE, KEYLIT, STG_TABLE, FIRES, STG_RESHAPE in this shell
     # apply_snapshots' extracts: m.stg's rows at the time in the cell's prelude
     if [ "$SNAPS_VIEW" = 1 ]; then
         snaps_sql="CREATE TABLE m.snap_at (t timestamptz); GRANT SELECT ON m.snap_at TO PUBLIC;
@@ -241,6 +252,8 @@ CREATE FUNCTION m.probe_imm(what text, v text) RETURNS text LANGUAGE plpgsql IMM
 BEGIN PERFORM m.probe(what); RETURN v; END \$\$;
 $kind_sql
 $snaps_sql
+-- a new staging column is added to the dimension by the load (apply_new_column)
+SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg', on_schema_change => 'append_new_columns');
 GRANT SELECT, INSERT, UPDATE, DELETE ON m.dim TO regress_mx_grantee, regress_mx_limited;
 GRANT SELECT ON m.stg, m.snaps TO regress_mx_grantee, regress_mx_limited;
 CREATE POLICY limited_a ON m.dim TO regress_mx_limited USING (tenant = 'a') WITH CHECK (tenant = 'a');
@@ -308,7 +321,7 @@ SQL
     : >"$script"
     n=2
     for e in "${ENTRY_POINTS[@]}"; do
-        IFS='|' read -r entry stmt runs_as_caller <<<"$e"
+        IFS='|' read -r entry stmt runs_as_caller prep <<<"$e"
         for c in "${CALLERS[@]}"; do
             IFS='|' read -r caller role <<<"$c"
             n=$((n + 1)); cells=$((cells + 1))
@@ -317,18 +330,24 @@ SQL
             rolename=${role:-$superuser}
             stmt_k=${stmt//KEY/$(printf "$KEYLIT" 1)}
             stmt_k=${stmt_k//@@/$'\n'}
+            stmt_k=${stmt_k//NN/$n}
             {
                 echo "-- cell $entry x $kind x $caller"
                 echo "SET ROLE regress_mx_owner;"
                 # a change to load: a new key and a changed one
-                echo "INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" "$n"), 'b', 'City $n');"
+                echo "INSERT INTO $STG_TABLE (k, tenant, city) VALUES ($(printf "$KEYLIT" "$n"), 'b', 'City $n');"
                 echo "UPDATE $STG_TABLE SET city = 'City $n' WHERE k = $(printf "$KEYLIT" 1);"
                 # the run revert and changes read: a load just before the cell
                 echo "SELECT clock_timestamp() AS t0 \\gset"
                 echo "CALL scd2.apply('m.stg', 'm.dim') \\gset"
                 echo "SELECT :run_id AS run \\gset"
-                echo "INSERT INTO $STG_TABLE VALUES ($(printf "$KEYLIT" "$((n + 500))"), 'a', 'City $n');"
-                echo "$snaps_fill"
+                echo "INSERT INTO $STG_TABLE (k, tenant, city) VALUES ($(printf "$KEYLIT" "$((n + 500))"), 'a', 'City $n');"
+                # only apply_snapshots reads m.snaps (and apply_new_column,
+                # last, gives m.stg columns m.snaps lacks)
+                [ "$entry" = apply_snapshots ] && echo "$snaps_fill"
+                if [ -n "$prep" ]; then
+                    prep_k=${prep//STG/$STG_TABLE}; printf '%s\n' "${prep_k//NN/$n}" "${STG_RESHAPE:-}"
+                fi
                 [ "$caller" = limited ] && echo "ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY;"
                 echo "RESET ROLE;"
                 echo "DELETE FROM m.probe_log;"
