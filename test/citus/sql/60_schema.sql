@@ -40,8 +40,8 @@ $$;
 -- key 2 also changed its name (a new version, with the column).
 ALTER TABLE stg_d ADD COLUMN region text;
 ALTER TABLE stg_r ADD COLUMN region text;
-UPDATE stg_d SET region = 'r' || id, name = CASE WHEN id = 2 THEN 'renamed' ELSE name END;
-UPDATE stg_r SET region = 'r' || id, name = CASE WHEN id = 2 THEN 'renamed' ELSE name END;
+UPDATE stg_d SET region = 'r' || id::text, name = CASE WHEN id = 2 THEN 'renamed' ELSE name END;
+UPDATE stg_r SET region = 'r' || id::text, name = CASE WHEN id = 2 THEN 'renamed' ELSE name END;
 SELECT count(*) FROM scd2.merge('stg_d', 'dim_d', '2024-02-01');
 SELECT count(*) FROM scd2.merge('stg_r', 'dim_r', '2024-02-01');
 SELECT last_metrics('citus_schema.dim_d') AS dim_d, last_metrics('citus_schema.dim_r') AS dim_r;
