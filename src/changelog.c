@@ -424,3 +424,16 @@ scd2_changelog_claim_run_id(const char *dim_name)
 	pending.run_id = 0;
 	return run_id;
 }
+
+/*
+ * The run id this (sub)transaction's load reserved, without claiming it
+ * (0: none): an order-free load records its remembered events under it
+ * (arrival_memory.c), after the change log and before the audit row.
+ */
+int64
+scd2_changelog_reserved_run_id(void)
+{
+	if (pending.run_id != 0 && TransactionIdEquals(pending.xid, GetCurrentTransactionIdIfAny()))
+		return pending.run_id;
+	return 0;
+}

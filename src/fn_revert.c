@@ -63,6 +63,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "arrival.h"
 #include "revert.h"
 
 PG_FUNCTION_INFO_V1(scd2_revert);
@@ -521,6 +522,8 @@ scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *re
 		*restored = restore_updated(run, dim_name, &cols, &lg);
 	if (lg.nrows > 0)
 		require_no_overlap(run, dim_name, &cols, &lg);
+	/* an order-free run's remembered events (arrival_memory.c) */
+	scd2_arrival_memory_undo(run->dim_oid, run->run_id);
 }
 
 /* A revert's privileges, for scd2.rewind. */

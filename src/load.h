@@ -118,6 +118,10 @@ extern char *scd2_sql_general_counts(const Scd2Config *cfg, const char *win, con
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 									   int64 *y_applied, int64 *complex_rows);
 
+/* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
+extern void scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc);
+extern void scd2_arrival_finish(LoadState *st, bool dry_run);
+
 /* load_citus.c */
 extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
 extern void scd2_citus_fill_images(LoadState *st);

@@ -49,7 +49,9 @@
 	X(type1_updated, "type 1 updates",  ALWAYS,  COUNTED,   "`_action = " WT_ACT_TYPE1) \
 	X(unchanged,     "unchanged",       ALWAYS,  DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
 															(cc->distinct - cc->kept - cc->y_applied)) \
-	X(duplicates,    "duplicates",      ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct)
+	X(duplicates,    "duplicates",      ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct) \
+	X(extended,      "extended",        NONZERO, COUNTED,   "`_action = " WT_ACT_EXTEND) \
+	X(removed,       "removed",         NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE)
 
 /* The field of Scd2Metrics. */
 #define SCD2_METRIC_FIELD(name, words, shown, source, how) int64 name;

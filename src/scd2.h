@@ -84,6 +84,7 @@ typedef struct Scd2Config
 	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
+	bool		order_free;		/* register's order_free (load_arrival.c) */
 
 	char	   *px;				/* prefix of every internal column name of
 								 * the generated SQL: no column of the
@@ -203,6 +204,7 @@ typedef struct Scd2Registration
 	char	   *detect;
 	double		max_close_fraction; /* < 0: no limit */
 	bool		carry_forward;	/* missing_columns = 'carry_forward' */
+	bool		order_free;		/* order_free (0.4) */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
@@ -279,6 +281,7 @@ extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
+extern int64 scd2_changelog_reserved_run_id(void);
 
 /* util.c */
 extern char *scd2_relation_display_name(Oid relid);
