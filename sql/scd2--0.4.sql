@@ -1221,3 +1221,9 @@ COMMENT ON FUNCTION scd2.prune_arrival_memory(regclass, timestamptz) IS
 ALTER TABLE scd2.audit_log
     ADD COLUMN extended bigint NOT NULL DEFAULT 0,
     ADD COLUMN removed bigint NOT NULL DEFAULT 0;
+
+-- An order-free load's 'extend' and 'remove' rows keep the whole row as it
+-- was (each column's text form), which scd2.revert writes back.
+ALTER TABLE scd2.change_log ADD COLUMN old_row jsonb;
+COMMENT ON COLUMN scd2.change_log.old_row IS
+    'an order-free load''s extended or removed row as it was before the load (column => text form), for scd2.revert';
