@@ -9,7 +9,7 @@
 # warm-up first), installs B, does the same (the order alternates each
 # round); a new backend loads the library file installed at that moment,
 # so nothing restarts. The SQL objects stay those installed (both libraries
-# must work with them). Data: bench/run.sh's, generated once (GEN=0 after
+# must load with them; B, the newer, registers the data). Data: bench/run.sh's, generated once (GEN=0 after
 # the first run; KEYS, BATCH, ... as for run.sh). Prints every time, the
 # medians and the median of the per-round ratios B/A. The library that was
 # installed before is put back at the end.
@@ -21,16 +21,21 @@ AB_ROUNDS=${AB_ROUNDS:-5}
 PKGLIB=$(pg_config --pkglibdir)
 SAVED=$(mktemp)
 cp "$PKGLIB/scd2.so" "$SAVED"
-trap 'cp "$SAVED" "$PKGLIB/scd2.so"; rm -f "$SAVED"' EXIT
+# A library file is replaced by a rename, never overwritten in place: a
+# backend that has the old file mapped would crash.
+install_lib() { install -m 755 "$1" "$PKGLIB/scd2.so.ab_library" && mv "$PKGLIB/scd2.so.ab_library" "$PKGLIB/scd2.so"; }
+trap 'install_lib "$SAVED"; rm -f "$SAVED"' EXIT
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 one() {   # library -> seconds of bench/run.sh's one timed scd2 round
-    cp "$1" "$PKGLIB/scd2.so"
+    install_lib "$1"
     APPROACHES=scd2 ROUNDS=1 VERIFY=0 GEN=${gen:-0} OUT=$(mktemp -d) "$HERE/run.sh" 2>/dev/null |
         awk '$1 == "scd2" { print $2 }'
 }
 
-gen=1 one "$LIB_A" >/dev/null   # generates the data (and warms the cache)
+# generates the data (and warms the cache) with B: register, which gen.sql
+# calls, must match the installed SQL objects (the newer library's)
+gen=1 one "$LIB_B" >/dev/null
 a=(); b=(); ratios=()
 for r in $(seq 1 "$AB_ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then ta=$(one "$LIB_A"); tb=$(one "$LIB_B")

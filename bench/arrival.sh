@@ -42,13 +42,13 @@ SELECT i, 'city ' || (i % 1000), 'tier ' || (i % 5), '2026-01-01', '2026-01-01',
   FROM generate_series(1, $KEYS) i;
 CREATE TABLE arr_dim_of (LIKE arr_dim_plain INCLUDING ALL);
 INSERT INTO arr_dim_of SELECT * FROM arr_dim_plain;
-SELECT setval(pg_get_serial_sequence(t, 'sk'), $KEYS) FROM unnest(ARRAY['arr_dim_plain', 'arr_dim_of']) t;
+SELECT setval(pg_get_serial_sequence(t, 'sk'), $KEYS) FROM unnest(ARRAY['arr_dim_plain', 'arr_dim_of']) t \g /dev/null
 CREATE TABLE arr_stg (customer_id int, city text, tier text, changed_at timestamptz, is_deleted boolean);
 -- the batch: keys 1..BATCH*(1-NEW) of the dimension (the first CHANGED share
 -- with a new city), then BATCH*NEW new keys; all at one instant
 INSERT INTO arr_stg
 SELECT i, CASE WHEN i <= $BATCH * $CHANGED THEN 'moved ' || i ELSE 'city ' || (i % 1000) END,
-       'tier ' || (i % 5), '2026-06-01', false
+       'tier ' || (i % 5), timestamptz '2026-06-01', false
   FROM generate_series(1, ($BATCH * (1 - $NEW))::int) i
 UNION ALL
 SELECT $KEYS + i, 'new', 'tier 0', '2026-06-01', false FROM generate_series(1, ($BATCH * $NEW)::int) i;
@@ -102,6 +102,7 @@ SELECT 'arrival: memory after the batch sent again: ' || count(*) FILTER (WHERE 
        || round(pg_total_relation_size('scd2.arrival_memory')::numeric / count(*)) || ' bytes per row, '
        || round(pg_relation_size('scd2.arrival_memory')::numeric / count(*)) || ' of them heap'
   FROM scd2.arrival_memory WHERE dimension = 'arr_dim_of'::regclass;
-SELECT 'arrival: after prune_arrival_memory(a day after the batch''s instant): ' || scd2.prune_arrival_memory('arr_dim_of', '2026-06-02')
-       || ' removed, ' || (SELECT count(*) FROM scd2.arrival_memory WHERE dimension = 'arr_dim_of'::regclass) || ' left';
+SELECT 'arrival: prune_arrival_memory(a day after the batch''s instant): '
+       || scd2.prune_arrival_memory('arr_dim_of', '2026-06-02') || ' rows removed';
+SELECT 'arrival: left after the prune: ' || count(*) FROM scd2.arrival_memory WHERE dimension = 'arr_dim_of'::regclass;
 SQL
