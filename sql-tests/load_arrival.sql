@@ -132,3 +132,17 @@ SELECT scd2.prune_arrival_memory('dim_o', '2024-01-04');
 SELECT * FROM memory WHERE dim = 'dim_o'::regclass;
 REVOKE USAGE ON SCHEMA arr FROM arr_other;
 DROP ROLE arr_other;
+
+-- dimension_at(..., known_at) cannot undo a moved valid_from: refused for
+-- a known_at before a run that extended a version.
+SELECT finished_at AS before_extend FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1 \gset
+SELECT * FROM load('dim_s', $$(3, '~', 1, '2024-01-05', false)$$);
+CREATE FUNCTION known_at_refusal(k timestamptz) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM count(*) FROM scd2.dimension_at(NULL::arr.dim_s, 'infinity', k);
+    RETURN 'not refused';
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RETURN regexp_replace(SQLERRM, 'known at .* cannot', 'known at ... cannot');
+END $$;
+SELECT regexp_replace(known_at_refusal(:'before_extend'), 'run [0-9]+', 'run N') AS refusal;
+SELECT count(*) FROM scd2.dimension_at(NULL::dim_s, '2024-01-06', now());
