@@ -400,6 +400,13 @@ scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc)
 
 	if (st->citus != SCD2_CITUS_NONE)
 		refuse_citus(cfg);
+	if (cfg->snapshot)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("order-free dimension %s cannot load a full extract", cfg->dim_name),
+				 errdetail("%s is a snapshot: the state of every key now, not a set of events; scd2.apply_snapshots loads its first extract that way.",
+						   cfg->stg_name),
+				 errhint("Load the extracts' changes as events with a delete marker, or register the dimension without order_free; nothing was loaded.")));
 	memset(cc, 0, sizeof(*cc));
 
 	/* work tables: created outside the restriction */
