@@ -63,6 +63,10 @@ SELECT * FROM load('dim_o', $$(1, 'A', 1, '2024-01-01', false)$$, $$(1, 'B', 1, 
 SELECT * FROM load('dim_s', $$(1, 'A', 1, '2024-01-01', false)$$);
 SELECT * FROM load('dim_s', $$(1, 'A', 1, '2024-01-03', false)$$);
 SELECT * FROM memory WHERE dim = 'dim_s'::regclass;
+-- the same no-op sent again: remembered as it is, nothing added
+SELECT scd2_test.checksum('scd2.arrival_memory') AS mem \gset
+SELECT * FROM load('dim_s', $$(1, 'A', 1, '2024-01-03', false)$$);
+SELECT scd2_test.checksum('scd2.arrival_memory') = :'mem' AS resent_adds_nothing;
 SELECT * FROM load('dim_s', $$(1, 'B', 1, '2024-01-02', false)$$);
 SELECT same(), scd2_test.invariants('dim_s', 'k');
 

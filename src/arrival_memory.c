@@ -85,8 +85,21 @@ scd2_arrival_memory_recall(Oid dim_oid)
 
 /*
  * After the load's change log (its run id is reserved): the recalled rows
- * are superseded by run_id, what the load remembers is inserted.
+ * that the load does not remember again are superseded by run_id, and what
+ * it remembers anew is inserted -- a row remembered again exactly as it is
+ * stays as it is (a batch sent again adds nothing).  The recalled rows are
+ * the live rows of the recomputed keys from their earliest staged instant
+ * on (the load holds the dimension's lock: no other load changed them), so
+ * both comparisons are between the two work tables, by hash (the state
+ * compared as jsonb, NULL as JSON null: every condition hashable; a
+ * nested loop over unanalyzed work tables was quadratic).
  */
+#define SAME_EVENT(a, b) \
+	a ".business_key OPERATOR(pg_catalog.=) " b ".business_key AND " \
+	a ".effective OPERATOR(pg_catalog.=) " b ".effective AND " \
+	a ".present OPERATOR(pg_catalog.=) " b ".present AND " \
+	"COALESCE(" a ".state, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".state, 'null')"
+
 void
 scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 {
@@ -94,15 +107,18 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
 
 	(void) scd2_exec_catalog("UPDATE scd2.arrival_memory m SET dropped_by = $2"
-							 "   FROM ONLY " ARR_KEYS_TABLE " k"
+							 "   FROM (SELECT c.business_key, c.effective FROM ONLY " ARR_RECALLED_TABLE " c"
+							 "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
+							 "                             WHERE " SAME_EVENT("r", "c") ")) x"
 							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
-							 "    AND m.business_key OPERATOR(pg_catalog.=) k.business_key"
-							 "    AND m.effective OPERATOR(pg_catalog.>=) k.since",
+							 "    AND m.business_key OPERATOR(pg_catalog.=) x.business_key"
+							 "    AND m.effective OPERATOR(pg_catalog.=) x.effective",
 							 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
 							 "superseding remembered events");
 	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
 							 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
-							 "   FROM ONLY " ARR_REMEMBER_TABLE " r",
+							 "   FROM ONLY " ARR_REMEMBER_TABLE " r"
+							 "  WHERE NOT EXISTS (SELECT FROM ONLY " ARR_RECALLED_TABLE " c WHERE " SAME_EVENT("c", "r") ")",
 							 2, argtypes, values, NULL, false, SPI_OK_INSERT,
 							 "remembering events");
 }
