@@ -147,7 +147,8 @@ CREATE FUNCTION scd2.register(
         detect               text    DEFAULT 'values',
         max_close_fraction   real    DEFAULT NULL,
         missing_columns      text    DEFAULT 'error',
-        on_schema_change     text    DEFAULT 'ignore')
+        on_schema_change     text    DEFAULT 'ignore',
+        order_free           boolean DEFAULT false)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -444,10 +445,11 @@ BEGIN
     PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
     PERFORM scd2._registry_store_missing_columns(dimension, missing_columns);
     PERFORM scd2._registry_store_schema_change(dimension, on_schema_change);
+    PERFORM scd2._registry_store_order_free(dimension, order_free);
     RETURN dimension;
 END
 $register$;
-COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text, text) IS
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text, text, boolean) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
 
 ------------------------------------------------------------------------------
@@ -658,3 +660,57 @@ COMMENT ON COLUMN scd2.audit_log.filled_in_place IS
     'current versions given a new column''s value in place (no new version) by the load that added the column';
 COMMENT ON COLUMN scd2.audit_log.schema_change IS
     'what the load did about the staging table''s shape under on_schema_change: staging columns ignored, dimension columns added or widened';
+
+-- Issue 24: the same events give the same dimension, whatever order they
+-- arrive in (register's order_free).  An order-free dimension remembers the
+-- events its versions do not show -- no-op observations and deletes that
+-- changed nothing when they arrived -- so that a later, earlier-dated event
+-- finds them (src/load_arrival.c, docs/SEMANTICS.md "Arrival order").
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions ADD COLUMN order_free boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN scd2.dimensions.order_free IS
+    'true: the dimension is a function of the set of events loaded, whatever their batching and arrival order (register''s order_free)';
+
+CREATE TABLE scd2.arrival_memory (
+    dimension    oid         NOT NULL,   -- the dimension (oid: no dependency on it)
+    business_key jsonb       NOT NULL,   -- as in the change feed, computed as the dimension's owner
+    effective    timestamptz NOT NULL,   -- the event's instant (a date or timestamp as that instant in UTC)
+    present      boolean     NOT NULL,   -- false: a delete
+    state        jsonb,                  -- a present event's tracked and other columns' text forms
+    run_id       bigint      NOT NULL,   -- the load that remembered it
+    dropped_by   bigint                  -- the load that superseded it (NULL: remembered now)
+);
+CREATE INDEX arrival_memory_key_idx ON scd2.arrival_memory (dimension, business_key, effective)
+    WHERE dropped_by IS NULL;
+CREATE INDEX arrival_memory_run_idx ON scd2.arrival_memory (run_id);
+CREATE INDEX arrival_memory_dropped_idx ON scd2.arrival_memory (dropped_by) WHERE dropped_by IS NOT NULL;
+COMMENT ON TABLE scd2.arrival_memory IS
+    'scd2 arrival memory: the events of order-free dimensions that their versions do not show (no-op observations, deletes), for later out-of-order events; pruned with scd2.prune_arrival_memory';
+SELECT pg_catalog.pg_extension_config_dump('scd2.arrival_memory', '');
+REVOKE ALL ON scd2.arrival_memory FROM PUBLIC;
+
+CREATE FUNCTION scd2._registry_store_order_free(dimension regclass, order_free boolean)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_order_free'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2._registry_store_order_free(regclass, boolean) IS
+    'internal: validates and records scd2.register''s order_free (the caller must own the dimension)';
+
+CREATE FUNCTION scd2.prune_arrival_memory(dimension regclass, before timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_prune_arrival_memory'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.prune_arrival_memory(regclass, timestamptz) IS
+    'forgets the remembered events of an order-free dimension effective before an instant (and what reverted or pruned runs no longer need); returns the rows removed';
+
+-- The audit metrics of an order-free load: versions whose range grew
+-- (valid_from moved earlier), versions a later-arriving event superseded.
+ALTER TABLE scd2.audit_log
+    ADD COLUMN extended bigint NOT NULL DEFAULT 0,
+    ADD COLUMN removed bigint NOT NULL DEFAULT 0;
+
+-- An order-free load's 'extend' and 'remove' rows keep the whole row as it
+-- was (each column's text form), which scd2.revert writes back.
+ALTER TABLE scd2.change_log ADD COLUMN old_row jsonb;
+COMMENT ON COLUMN scd2.change_log.old_row IS
+    'an order-free load''s extended or removed row as it was before the load (column => text form), for scd2.revert';

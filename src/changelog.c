@@ -36,6 +36,8 @@
  */
 #include "scd2.h"
 
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
@@ -280,7 +282,7 @@ scd2_changelog_prepare(bool dry_run)
 					  " surrogate_key pg_catalog.int8, business_key pg_catalog.jsonb,"
 					  " valid_from pg_catalog.timestamptz, valid_to pg_catalog.timestamptz,"
 					  " old_valid_to pg_catalog.timestamptz, old_is_current pg_catalog.bool,"
-					  " old_type1 pg_catalog.jsonb) ON COMMIT DROP",
+					  " old_type1 pg_catalog.jsonb, old_row pg_catalog.jsonb) ON COMMIT DROP",
 					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "creating the change log's work table");
 	scd2_exec_catalog(psprintf("GRANT INSERT ON " LOG_TABLE " TO %s",
 							   quote_identifier(GetUserNameFromId(GetUserId(), false))),
@@ -289,7 +291,45 @@ scd2_changelog_prepare(bool dry_run)
 }
 
 #define LOG_INSERT "INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key," \
-	" valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
+	" valid_from, valid_to, old_valid_to, old_is_current, old_type1, old_row)"
+
+/*
+ * The whole before-image of row alias d, as an order-free load's 'extend'
+ * and 'remove' rows keep it (0.4's change_log.old_row; revert inserts it
+ * again, fn_revert.c): every column but a generated one, as its type's text
+ * form (type1_text_sql), computed in the owner's context like every value
+ * of the log.  In pieces of 40 columns (a function takes at most 100
+ * arguments).
+ */
+static char *
+row_text_json_sql(Oid relid, const char *alias)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	int			n = 0;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "(pg_catalog.jsonb_build_object(");
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+		const char *ident = quote_identifier(NameStr(att->attname));
+
+		if (att->attisdropped || att->attgenerated)
+			continue;
+		if (n > 0 && n % 40 == 0)
+			appendStringInfoString(&buf, ") OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(");
+		else if (n > 0)
+			appendStringInfoString(&buf, ", ");
+		appendStringInfo(&buf, "%s, %s", quote_literal_cstr(NameStr(att->attname)),
+						 type1_text_sql(psprintf("%s.%s", alias, ident)));
+		n++;
+	}
+	appendStringInfoString(&buf, "))");
+	table_close(rel, AccessShareLock);
+	return buf.data;
+}
 
 /*
  * The statement that computes the change log's rows of a load into
@@ -324,20 +364,26 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 X(LOG_INSERT
-					   " SELECT c.`_action, false, %s, %s, %s, %s, %s, %s, %s"
+					   " SELECT c.`_action, false, %s, %s, %s, %s, %s, %s, %s, %s"
 					   " FROM %s c JOIN %s d ON "),
 					 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
-					 keys, encode_sql(cfg->vf.typid, X("c.`_tvf")),
+					 keys,
+					 /* an order-free 'extend' row is found at its new valid_from */
+					 cfg->order_free ? encode_sql(cfg->vf.typid, X("CASE WHEN c.`_action = " WT_ACT_EXTEND " THEN c.`_vf ELSE c.`_tvf END"))
+					 : encode_sql(cfg->vf.typid, X("c.`_tvf")),
 					 encode_sql(cfg->vf.typid, X("c.`_vt")),
 					 encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vt.ident)),
 					 cfg->is_current ? psprintf("d.%s", cfg->is_current) : "NULL::pg_catalog.bool",
 					 cfg->ntype1 > 0 ? psprintf("pg_catalog.jsonb_build_object(%s)", type1.data) : "NULL::pg_catalog.jsonb",
+					 cfg->order_free ? psprintf(X("CASE WHEN c.`_action IN (" WT_ACT_EXTEND ", " WT_ACT_REMOVE ") THEN %s END"),
+												row_text_json_sql(cfg->dim_oid, "d"))
+					 : "NULL::pg_catalog.jsonb",
 					 chg, cfg->dim_sql);
 	scd2_append_key_join(&sql, cfg, "d", "c");
 	appendStringInfo(&sql, X(" AND d.%s %s c.`_tvf WHERE c.`_tvf IS NOT NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
 	appendStringInfo(&sql,
 					 X(" UNION ALL SELECT c.`_action, true, %s, %s, %s, %s,"
-					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
+					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb, NULL::pg_catalog.jsonb"
 					   " FROM %s c"),
 					 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
 					 keys, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
@@ -362,8 +408,8 @@ scd2_changelog_sql_first_load(const Scd2Config *cfg)
 {
 	return psprintf(LOG_INSERT
 					" SELECT " WT_ACT_INSERT ", true, NULL::pg_catalog.int8, %s, %s,"
-					" NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb"
-					" FROM %s d",
+					" NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb,"
+					" NULL::pg_catalog.jsonb FROM %s d",
 					scd2_key_json_sql(cfg, "d"), encode_sql(cfg->vf.typid, psprintf("d.%s", cfg->vf.ident)),
 					cfg->dim_sql);
 }
@@ -388,10 +434,15 @@ scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 	values[0] = Int64GetDatum(run_id);
 	if (prepared)
 	{
-		scd2_exec_catalog("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
-						  " valid_from, valid_to, old_valid_to, old_is_current, old_type1)"
-						  " SELECT $1, l.action, l.inserted, l.surrogate_key, l.business_key, l.valid_from,"
-						  " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1 FROM ONLY " LOG_TABLE " l",
+		/* whole before-images (0.4's old_row): only order-free loads write them */
+		bool		rows = get_attnum(get_relname_relid("change_log", get_namespace_oid("scd2", false)),
+									  "old_row") != InvalidAttrNumber;
+
+		scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
+								   " valid_from, valid_to, old_valid_to, old_is_current, old_type1%s)"
+								   " SELECT $1, l.action, l.inserted, l.surrogate_key, l.business_key, l.valid_from,"
+								   " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1%s FROM ONLY " LOG_TABLE " l",
+								   rows ? ", old_row" : "", rows ? ", l.old_row" : ""),
 						  1, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
 		scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
 						  "dropping the change log's work table");
@@ -416,4 +467,17 @@ scd2_changelog_claim_run_id(const char *dim_name)
 		run_id = pending.run_id;
 	pending.run_id = 0;
 	return run_id;
+}
+
+/*
+ * The run id this (sub)transaction's load reserved, without claiming it
+ * (0: none): an order-free load records its remembered events under it
+ * (arrival_memory.c), after the change log and before the audit row.
+ */
+int64
+scd2_changelog_reserved_run_id(void)
+{
+	if (pending.run_id != 0 && TransactionIdEquals(pending.xid, GetCurrentTransactionIdIfAny()))
+		return pending.run_id;
+	return 0;
 }

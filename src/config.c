@@ -225,6 +225,7 @@ resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
 	cfg->snapshot = strcmp(reg->mode, "snapshot") == 0;
 	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
 	cfg->max_close_fraction = reg->max_close_fraction;
+	cfg->order_free = reg->order_free;
 
 	return excluded;
 }

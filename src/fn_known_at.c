@@ -9,7 +9,9 @@
  *
  * Refused, naming the run, when a later load cannot be undone from its
  * change log (loaded with scd2.change_log = off or before 0.3, or its
- * change log pruned), or when a load that had finished by known_at was
+ * change log pruned), or that extended or removed versions (an order-free
+ * load, load_arrival.c: the undo here restores valid_to, is_current and
+ * Type 1 values only), or when a load that had finished by known_at was
  * reverted since (the rows it inserted are gone).  A load finished after
  * known_at and reverted since changed nothing that is still there.
  *
@@ -59,7 +61,9 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
 
 	scd2_exec_catalog(
 			"SELECT a.run_id, a.status, r.run_id IS NOT NULL, COALESCE(r.logged, false),"
-			"       r.pruned_at IS NOT NULL, a.finished_at OPERATOR(pg_catalog.>) $3"
+			"       r.pruned_at IS NOT NULL, a.finished_at OPERATOR(pg_catalog.>) $3,"
+			"       EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) a.run_id"
+			"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[]))"
 			"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 			"  LEFT JOIN scd2.audit_log v ON v.run_id OPERATOR(pg_catalog.=) r.reverted_by"
 			" WHERE (r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
@@ -80,6 +84,7 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
 		bool		logged = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 		bool		pruned = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 		bool		later = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+		bool		moved = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 
 		if (strcmp(status, "reverted") == 0)
 		{
@@ -94,6 +99,10 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
 			refuse(dim_name, known_at, run_id, "has no change log (it was loaded with scd2.change_log = off)");
 		if (pruned)
 			refuse(dim_name, known_at, run_id, "has no change log any more (scd2.prune_change_log removed it)");
+		/* the result undoes valid_to, is_current and Type 1 values, not a moved valid_from */
+		if (moved)
+			refuse(dim_name, known_at, run_id,
+				   "extended or removed versions (an order-free load: docs/SEMANTICS.md, \"Arrival order\")");
 		ids[n++] = Int64GetDatum(run_id);
 	}
 	return PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,

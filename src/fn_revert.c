@@ -59,6 +59,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "arrival.h"
 #include "revert.h"
 
 PG_FUNCTION_INFO_V1(scd2_revert);
@@ -460,6 +461,59 @@ delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, co
 	return n;
 }
 
+/*
+ * Step 4a, order-free runs (load_arrival.c): the rows the run extended are
+ * deleted (found where the run left them), then they and the rows it
+ * removed are written back whole from their logged before-images (each
+ * column's text form, read back with its type's input, as the owner; an
+ * identity surrogate key keeps its value).  Returns the rows written back.
+ */
+static int64
+write_back_rows(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	StringInfoData sql;
+	StringInfoData cols;
+	StringInfoData vals;
+	Relation	rel;
+	TupleDesc	desc;
+	int64		n;
+	Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[2] = {lg->mv_keys, lg->mv_vf};
+
+	if (lg->nmoved > 0)
+	{
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
+		append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0, false);
+		require_count(exec_dml(run, dim_name, sql.data, 2, argtypes, values, SPI_OK_DELETE),
+					  lg->nmoved, "extended", run->run_id, dim_name);
+	}
+	initStringInfo(&cols);
+	initStringInfo(&vals);
+	rel = table_open(run->dim_oid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped || att->attgenerated)
+			continue;
+		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "", quote_identifier(NameStr(att->attname)));
+		appendStringInfo(&vals, "%sCAST(r.r OPERATOR(pg_catalog.->>) %s AS %s)", vals.len ? ", " : "",
+						 quote_literal_cstr(NameStr(att->attname)),
+						 format_type_extended(att->atttypid, att->atttypmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+	}
+	table_close(rel, NoLock);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM pg_catalog.unnest($1) AS r(r)",
+					 dim_name, cols.data, vals.data);
+	values[0] = lg->rs_rows;
+	n = exec_dml(run, dim_name, sql.data, 1, argtypes, values, SPI_OK_INSERT);
+	require_count(n, lg->nrestored, "extended or removed", run->run_id, dim_name);
+	return n;
+}
+
 /* Step 4b: restore the rows the run updated; returns how many. */
 static int64
 restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
@@ -513,10 +567,14 @@ scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *re
 		require_rows_as_left(run, dim_name, &cols, &lg);
 	if (lg.ninserted > 0)
 		*deleted = delete_inserted(run, dim_name, &cols, &lg);
+	if (lg.nrestored > 0)
+		*restored += write_back_rows(run, dim_name, &cols, &lg);
 	if (lg.nupdated > 0)
-		*restored = restore_updated(run, dim_name, &cols, &lg);
+		*restored += restore_updated(run, dim_name, &cols, &lg);
 	if (lg.nrows > 0)
 		require_no_overlap(run, dim_name, &cols, &lg);
+	/* an order-free run's remembered events (arrival_memory.c) */
+	scd2_arrival_memory_undo(run->dim_oid, run->run_id);
 }
 
 /* A revert's privileges, for scd2.rewind. */

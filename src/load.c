@@ -83,7 +83,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	 * 4-6 of a first load into an empty dimension (load_first.c): every
 	 * row is a new key, written by one INSERT without a change table.
 	 */
-	if (scd2_first_load_applies(&st, req->dry_run, several))
+	if (!st.cfg->order_free && scd2_first_load_applies(&st, req->dry_run, several))
 	{
 		scd2_progress_phase(SCD2_PROGRESS_FIRST_LOAD, 0, m->source_rows, 0, m->source_rows);
 		scd2_first_load(&st, m, req->want_feed ? res->feed : NULL, res->feed_desc);
@@ -216,7 +216,10 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 
 	/* 4. */
 	scd2_progress_phase(SCD2_PROGRESS_CLASSIFYING, 0, m->source_rows, -1, -1);
-	scd2_classify(st, several, &cc);
+	if (cfg->order_free)
+		scd2_arrival_classify(st, &cc);	/* load_arrival.c */
+	else
+		scd2_classify(st, several, &cc);
 
 	/* 5. Count, write, verify. */
 	total_changes = scd2_count_changes(st, &cc, m);
@@ -242,6 +245,8 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	{
 		if (!req->dry_run)
 			scd2_load_record_change_log(st, scd2_changelog_sql(cfg, CHG_TABLE, NULL), true);
+		if (cfg->order_free)
+			scd2_arrival_finish(st, req->dry_run);
 		scd2_progress_phase(SCD2_PROGRESS_WRITING, m->source_rows, m->source_rows, 0, total_changes);
 		if (!req->dry_run && total_changes > 0)
 			fed = scd2_write_dimension(st, total_changes, req->want_feed ? res->feed : NULL,

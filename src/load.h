@@ -62,6 +62,9 @@ extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *ke
 extern List *scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc);
 extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
 extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
+/* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
+extern void scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc);
+extern void scd2_arrival_finish(LoadState *st, bool dry_run);
 
 /* load_citus.c */
 extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);

@@ -65,12 +65,32 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, X("MERGE INTO %s t USING (SELECT * FROM %s WHERE `_tvf IS NOT NULL"
-					 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NULL) s ON "),
-					 cfg->dim_sql, chg, chg);
-	scd2_append_key_join(&buf, cfg, "t", "s");
-	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET "),
-					 cfg->vf.ident, cfg->vf.eqop_sql);
+	if (cfg->order_free)
+	{
+		/*
+		 * An order-free load (load_arrival.c) also removes superseded
+		 * versions and moves a version's valid_from: the removals come
+		 * first, so that no row meets one the load removes in the unique
+		 * indexes.
+		 */
+		appendStringInfo(&buf, X("MERGE INTO %s t USING (SELECT * FROM %s WHERE `_action = " WT_ACT_REMOVE
+								 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NOT NULL AND `_action <> " WT_ACT_REMOVE
+								 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NULL) s ON "),
+						 cfg->dim_sql, chg, chg, chg);
+		scd2_append_key_join(&buf, cfg, "t", "s");
+		appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED AND s.`_action = " WT_ACT_REMOVE
+								 " THEN DELETE WHEN MATCHED THEN UPDATE SET %s = s.`_vf, "),
+						 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vf.ident);
+	}
+	else
+	{
+		appendStringInfo(&buf, X("MERGE INTO %s t USING (SELECT * FROM %s WHERE `_tvf IS NOT NULL"
+								 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NULL) s ON "),
+						 cfg->dim_sql, chg, chg);
+		scd2_append_key_join(&buf, cfg, "t", "s");
+		appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET "),
+						 cfg->vf.ident, cfg->vf.eqop_sql);
+	}
 	scd2_append_update_set(&buf, cfg);
 	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT "));
 	scd2_append_insert_cols(&buf, cfg);

@@ -50,7 +50,9 @@
 	X(unchanged,     "unchanged",       ALWAYS,  DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
 															(cc->distinct - cc->kept - cc->y_applied)) \
 	X(duplicates,    "duplicates",      ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct) \
-	X(filled_in_place, "filled in place", NONZERO, SET,     "load_schema.c, scd2_schema_count_fills: Type 1 updates that gave a current version a column the load added")
+	X(filled_in_place, "filled in place", NONZERO, SET,     "load_schema.c, scd2_schema_count_fills: Type 1 updates that gave a current version a column the load added") \
+	X(extended,      "extended",        NONZERO, COUNTED,   "`_action = " WT_ACT_EXTEND) \
+	X(removed,       "removed",         NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE)
 
 /* The field of Scd2Metrics. */
 #define SCD2_METRIC_FIELD(name, words, shown, source, how) int64 name;

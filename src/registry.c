@@ -36,6 +36,7 @@ PG_FUNCTION_INFO_V1(scd2_registry_store_more);
 PG_FUNCTION_INFO_V1(scd2_registry_store_guard);
 PG_FUNCTION_INFO_V1(scd2_registry_store_missing_columns);
 PG_FUNCTION_INFO_V1(scd2_registry_store_schema_change);
+PG_FUNCTION_INFO_V1(scd2_registry_store_order_free);
 
 static void
 require_owner(Oid relid)
@@ -361,6 +362,68 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 }
 
 /*
+ * scd2._registry_store_order_free(dimension, order_free) (0.4): an
+ * order-free dimension (load_arrival.c) needs an effective column and
+ * incremental mode (its events carry their own instants), value detection,
+ * and no Type 1 columns (an in-place overwrite depends on which event
+ * arrived last, not on the events).  Checked against the registration
+ * register has just stored.
+ */
+Datum
+scd2_registry_store_order_free(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, BOOLOID};
+	Datum		values[2];
+	const char *why = NULL;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (DatumGetBool(values[1]))
+	{
+		scd2_exec_catalog("SELECT d.effective_column IS NULL, d.mode OPERATOR(pg_catalog.<>) 'incremental',"
+						  " pg_catalog.cardinality(d.type1) OPERATOR(pg_catalog.>) 0,"
+						  " d.detect OPERATOR(pg_catalog.<>) 'values'"
+						  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
+						  "checking the registration for order_free");
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+				why = "it has no effective_column: its events must carry their own instants";
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+				why = "it is in snapshot mode: an extract is a state now, not a set of events";
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
+				why = "it has Type 1 columns: an in-place overwrite depends on which event arrives last";
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
+				why = "it detects changes by timestamp: every later instant would be a change";
+		}
+		if (why)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
+					 errdetail("order_free needs an effective column, incremental mode, value detection and no Type 1 columns; %s.", why),
+					 errhint("Register it without order_free, or with an effective column in incremental mode and no Type 1 columns.")));
+	}
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET order_free = $2"
+						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  2, argtypes, values, NULL, false, SPI_OK_UPDATE,
+						  "storing the registration's order_free") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
  * After a load changed a dimension's columns (load_schema.c: a widened
  * business key): the registered shape is the dimension's again, read from
  * pg_attribute by the query register uses.  The caller is connected to SPI.
@@ -449,7 +512,8 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values'),"
 				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8),"
 				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error'),"
-				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'on_schema_change'"
+				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'on_schema_change',"
+				 "       COALESCE(CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'order_free' AS pg_catalog.bool), false)"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 scd2_registry_shape_sql()),
 		1, argtypes, values, NULL, false, 1);
@@ -499,6 +563,7 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	reg->carry_forward = strcmp(spi_text_or_null(tup, desc, 17), "carry_forward") == 0;
 	/* NULL: a registry before 0.4 (the library is updated first) */
 	reg->on_schema_change = spi_text_or_null(tup, desc, 18);
+	reg->order_free = DatumGetBool(SPI_getbinval(tup, desc, 19, &isnull));
 	return reg;
 }
 

@@ -47,6 +47,12 @@ typedef struct Logged
 	Datum		all_keys;
 	Datum		all_vf;
 	Datum		all_vt;			/* valid_to as the run left it (NULL: current) */
+	/* an order-free run's 'extend' and 'remove' rows (0.4's old_row) */
+	int64		nmoved;			/* extended rows: deleted, then written back */
+	Datum		mv_keys;
+	Datum		mv_vf;			/* valid_from as the run left it */
+	int64		nrestored;		/* extended and removed rows written back */
+	Datum		rs_rows;		/* jsonb[]: each row's columns as text forms */
 } Logged;
 
 /* revert_run.c */

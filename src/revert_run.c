@@ -255,31 +255,45 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
 	bool		isnull;
-	Datum	   *out[10] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
-	&lg->upd_cur, &lg->upd_type1, &lg->all_keys, &lg->all_vf, &lg->all_vt};
-	int			cols[10] = {1, 2, 4, 5, 6, 7, 8, 10, 11, 12};
+	Datum	   *out[13] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
+	&lg->upd_cur, &lg->upd_type1, &lg->all_keys, &lg->all_vf, &lg->all_vt, &lg->mv_keys, &lg->mv_vf,
+	&lg->rs_rows};
+	int			cols[13] = {1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 17};
 
+	/*
+	 * An order-free run's 'extend' rows (moved) and 'remove' rows (gone)
+	 * are written back whole from old_row (0.4: read through to_jsonb, a
+	 * 0.3 change log has no such column); the other rows as before.
+	 */
 	scd2_exec_catalog(
 		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE c.inserted),"
-		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.old_valid_to) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted),"
-		"       COALESCE(pg_catalog.array_agg(c.business_key), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_from), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_to), '{}'),"
-		"       pg_catalog.count(*)"
-		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) $1",
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_valid_to) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted AND c.r IS NULL),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) 'remove'), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) 'remove'), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_to) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) 'remove'), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) 'remove'),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.action OPERATOR(pg_catalog.=) 'extend'), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.action OPERATOR(pg_catalog.=) 'extend'), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.action OPERATOR(pg_catalog.=) 'extend'),"
+		"       COALESCE(pg_catalog.array_agg(c.r) FILTER (WHERE c.r IS NOT NULL), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.r IS NOT NULL)"
+		"  FROM (SELECT c0.*, NULLIF(pg_catalog.to_jsonb(c0) OPERATOR(pg_catalog.->) 'old_row', 'null') AS r"
+		"          FROM scd2.change_log c0 WHERE c0.run_id OPERATOR(pg_catalog.=) $1) c",
 		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 13; i++)
 		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
 							false, -1);
 	lg->ninserted = scd2_spi_int8(0, 3);
 	lg->nupdated = scd2_spi_int8(0, 9);
 	lg->nrows = scd2_spi_int8(0, 13);
+	lg->nmoved = scd2_spi_int8(0, 16);
+	lg->nrestored = scd2_spi_int8(0, 18);
 }
 

@@ -84,6 +84,7 @@ typedef struct Scd2Config
 	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
+	bool		order_free;		/* register's order_free (load_arrival.c) */
 
 	List	   *filled;			/* columns this load added to the dimension,
 								 * its Type 1 columns (load_schema.c) */
@@ -191,6 +192,7 @@ typedef struct Scd2Registration
 	bool		carry_forward;	/* missing_columns = 'carry_forward' */
 	char	   *on_schema_change;	/* ignore, fail, append_new_columns,
 									 * sync_all_columns; NULL before 0.4 */
+	bool		order_free;		/* order_free (0.4) */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
@@ -271,6 +273,7 @@ extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
+extern int64 scd2_changelog_reserved_run_id(void);
 
 /* util.c */
 extern char *scd2_relation_display_name(Oid relid);

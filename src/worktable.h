@@ -90,6 +90,9 @@ extern const WorkTable scd2_wt_points;
 #define WT_ACT_DELETE		"'delete'"		/* end the version (deleted key) */
 #define WT_ACT_SHORTEN		"'shorten'"		/* end an existing version earlier */
 #define WT_ACT_TYPE1		"'type1'"		/* overwrite the Type 1 columns only */
+#define WT_ACT_EXTEND		"'extend'"		/* order-free: a version's range grows
+											 * (valid_from earlier, or valid_to later) */
+#define WT_ACT_REMOVE		"'remove'"		/* order-free: a superseded version goes */
 #define WT_ACT_COMPLEX		"'complex'"		/* placeholder: the key goes the
 											 * general way (never written) */
 

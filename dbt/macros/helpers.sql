@@ -72,6 +72,10 @@
   {%- if missing_columns not in ['error', 'carry_forward'] -%}
     {{ exceptions.raise_compiler_error("scd2: config missing_columns of " ~ model.name ~ " must be 'error' (a run whose model lacks a column of the dimension fails and writes nothing) or 'carry_forward' (new versions keep the current version's value of a column the model lacks: a partial extract), not '" ~ missing_columns ~ "'") }}
   {%- endif -%}
+  {%- set order_free = config.get('order_free', false) -%}
+  {%- if order_free is not boolean -%}
+    {{ exceptions.raise_compiler_error("scd2: config order_free of " ~ model.name ~ " must be true (the dimension is a function of the set of events loaded, whatever their batching and arrival order; needs effective_column) or false, not '" ~ order_free ~ "'") }}
+  {%- endif -%}
   {%- set current_valid_to = config.get('current_valid_to') -%}
   {%- set max_close_fraction = config.get('max_close_fraction') -%}
   {%- if max_close_fraction is not none and (max_close_fraction is not number or max_close_fraction < 0 or max_close_fraction > 1) -%}
@@ -91,6 +95,7 @@
       'detect': detect,
       'max_close_fraction': max_close_fraction,
       'missing_columns': missing_columns,
+      'order_free': order_free,
       'current_valid_to': 'null' if current_valid_to is none else (current_valid_to | string),
       'valid_from_column': config.get('valid_from_column', 'valid_from'),
       'valid_to_column': config.get('valid_to_column', 'valid_to'),
@@ -125,14 +130,17 @@
       {%- endif %}
       {%- if cfg.on_schema_change != 'ignore' %},
       on_schema_change => {{ scd2.scd2__literal(cfg.on_schema_change) }}
+      {%- endif %}
+      {%- if cfg.order_free %},
+      order_free => true
       {%- endif %})
 {%- endmacro %}
 
 {#-
   How the registration of a dimension compares with a configuration:
   'missing' (not registered), 'same', 'options' (business key, tracked,
-  Type 1, effective/delete column, mode, detection, max_close_fraction, missing_columns or
-  on_schema_change differ: registering
+  Type 1, effective/delete column, mode, detection, max_close_fraction, missing_columns,
+  on_schema_change or order_free differ: registering
   again is safe) or 'bookkeeping' (bookkeeping column names or
   current_valid_to differ: the existing rows follow the old ones).
 -#}
@@ -163,6 +171,7 @@
           or (pg_catalog.to_jsonb(d) ->> 'max_close_fraction')::pg_catalog.float4 is distinct from {{ 'null' if cfg.max_close_fraction is none else cfg.max_close_fraction }}::pg_catalog.float4
           or coalesce(pg_catalog.to_jsonb(d) ->> 'missing_columns', 'error') is distinct from {{ scd2.scd2__literal(cfg.missing_columns) }}
           or coalesce(pg_catalog.to_jsonb(d) ->> 'on_schema_change', 'ignore') is distinct from {{ scd2.scd2__literal(cfg.on_schema_change) }}
+          or coalesce((pg_catalog.to_jsonb(d) ->> 'order_free')::pg_catalog.bool, false) is distinct from {{ 'true' if cfg.order_free else 'false' }}
           then 'options'
         else 'same' end
       from (select 1) one

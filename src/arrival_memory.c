@@ -1,0 +1,212 @@
+/*
+ * arrival_memory.c -- scd2.arrival_memory: the events of an order-free
+ * dimension that its versions do not show (a no-op observation, a delete
+ * of a key that was already absent), kept for later, earlier-dated events
+ * (load_arrival.c recomputes a key from its versions and these).
+ *
+ * Every statement here runs as the extension owner and touches only scd2's
+ * own tables and the memory's work tables (arrival.h), which the extension
+ * owner creates: the business keys, instants and states in them were
+ * computed by the load as the dimension's owner (jsonb of the keys, text
+ * forms of the values), so nothing here calls a function a user can
+ * define (docs/SECURITY.md).
+ *
+ * A row is remembered by a run (run_id) and superseded by a later one
+ * (dropped_by): a load marks the live rows of the keys it recomputes from
+ * their earliest staged instant on as dropped by it and inserts what it
+ * remembers instead, so a revert of that run deletes its rows and brings
+ * back the ones it dropped (scd2_arrival_memory_undo).  Rows leave the
+ * table only through scd2.prune_arrival_memory.
+ */
+#include "scd2.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "arrival.h"
+
+PG_FUNCTION_INFO_V1(scd2_prune_arrival_memory);
+
+#define MEMORY_COLS "business_key pg_catalog.jsonb, effective pg_catalog.timestamptz," \
+	" present pg_catalog.bool, state pg_catalog.jsonb"
+
+static void
+catalog_utility(const char *sql, const char *what)
+{
+	(void) scd2_exec_catalog(sql, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY, what);
+}
+
+/*
+ * The work tables, created by the extension owner before the load's
+ * security-restricted operation starts (the caller is the dimension's
+ * owner, unrestricted), with what the owner may do on each granted.
+ */
+void
+scd2_arrival_memory_prepare(void)
+{
+	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
+
+	catalog_utility("CREATE TEMP TABLE " ARR_KEYS_TABLE " (business_key pg_catalog.jsonb,"
+					" since pg_catalog.timestamptz) ON COMMIT DROP", "creating the arrival key table");
+	catalog_utility("CREATE TEMP TABLE " ARR_RECALLED_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
+					"creating the recalled events table");
+	catalog_utility("CREATE TEMP TABLE " ARR_REMEMBER_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
+					"creating the remembered events table");
+	catalog_utility(psprintf("GRANT INSERT ON " ARR_KEYS_TABLE ", " ARR_REMEMBER_TABLE " TO %s", role),
+					"granting the arrival work tables");
+	catalog_utility(psprintf("GRANT SELECT ON " ARR_RECALLED_TABLE " TO %s", role),
+					"granting the recalled events table");
+}
+
+/*
+ * The live remembered events of the staged keys, from each key's earliest
+ * staged instant on (earlier ones cannot change), into the recalled table.
+ */
+void
+scd2_arrival_memory_recall(Oid dim_oid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+
+	(void) scd2_exec_catalog("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state)"
+							 " SELECT m.business_key, m.effective, m.present, m.state"
+							 "   FROM scd2.arrival_memory m JOIN ONLY " ARR_KEYS_TABLE " k"
+							 "     ON m.business_key OPERATOR(pg_catalog.=) k.business_key"
+							 "    AND m.effective OPERATOR(pg_catalog.>=) k.since"
+							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
+							 1, argtypes, values, NULL, false, SPI_OK_INSERT,
+							 "recalling remembered events");
+}
+
+/*
+ * After the load's change log (its run id is reserved): the recalled rows
+ * that the load does not remember again are superseded by run_id, and what
+ * it remembers anew is inserted -- a row remembered again exactly as it is
+ * stays as it is (a batch sent again adds nothing).  The recalled rows are
+ * the live rows of the recomputed keys from their earliest staged instant
+ * on (the load holds the dimension's lock: no other load changed them), so
+ * both comparisons are between the two work tables, by hash (the state
+ * compared as jsonb, NULL as JSON null: every condition hashable; a
+ * nested loop over unanalyzed work tables was quadratic).
+ */
+#define SAME_EVENT(a, b) \
+	a ".business_key OPERATOR(pg_catalog.=) " b ".business_key AND " \
+	a ".effective OPERATOR(pg_catalog.=) " b ".effective AND " \
+	a ".present OPERATOR(pg_catalog.=) " b ".present AND " \
+	"COALESCE(" a ".state, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".state, 'null')"
+
+void
+scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
+{
+	Oid			argtypes[2] = {OIDOID, INT8OID};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
+
+	(void) scd2_exec_catalog("UPDATE scd2.arrival_memory m SET dropped_by = $2"
+							 "   FROM (SELECT c.business_key, c.effective FROM ONLY " ARR_RECALLED_TABLE " c"
+							 "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
+							 "                             WHERE " SAME_EVENT("r", "c") ")) x"
+							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
+							 "    AND m.business_key OPERATOR(pg_catalog.=) x.business_key"
+							 "    AND m.effective OPERATOR(pg_catalog.=) x.effective",
+							 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
+							 "superseding remembered events");
+	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
+							 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
+							 "   FROM ONLY " ARR_REMEMBER_TABLE " r"
+							 "  WHERE NOT EXISTS (SELECT FROM ONLY " ARR_RECALLED_TABLE " c WHERE " SAME_EVENT("c", "r") ")",
+							 2, argtypes, values, NULL, false, SPI_OK_INSERT,
+							 "remembering events");
+}
+
+/* The work tables go (a transaction may run several loads). */
+void
+scd2_arrival_memory_drop(void)
+{
+	catalog_utility("DROP TABLE IF EXISTS " ARR_KEYS_TABLE ", " ARR_RECALLED_TABLE ", " ARR_REMEMBER_TABLE,
+					"dropping the arrival work tables");
+}
+
+/*
+ * Revert of run_id (fn_revert.c, for scd2.revert and scd2.rewind): what it
+ * remembered is forgotten, what it superseded is remembered again.
+ */
+void
+scd2_arrival_memory_undo(Oid dim_oid, int64 run_id)
+{
+	Oid			argtypes[2] = {OIDOID, INT8OID};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
+	Oid			nsp = get_namespace_oid("scd2", true);
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("arrival_memory", nsp)))
+		return;					/* objects older than 0.4: nothing remembered */
+	(void) scd2_exec_catalog("DELETE FROM scd2.arrival_memory m"
+							 " WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.run_id OPERATOR(pg_catalog.=) $2",
+							 2, argtypes, values, NULL, false, SPI_OK_DELETE,
+							 "forgetting the reverted run's remembered events");
+	(void) scd2_exec_catalog("UPDATE scd2.arrival_memory m SET dropped_by = NULL"
+							 " WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by OPERATOR(pg_catalog.=) $2",
+							 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
+							 "remembering again what the reverted run superseded");
+}
+
+/*
+ * scd2.prune_arrival_memory(dimension, before): forget the dimension's
+ * remembered events effective before `before` (the retention horizon: a
+ * later event older than it is loaded against the versions and what is
+ * still remembered, docs/SEMANTICS.md), and the superseded rows no revert
+ * can bring back any more (their run's change log was pruned, or the run
+ * is gone from it).  Only the dimension's owner may prune.  Returns the
+ * rows removed.
+ */
+Datum
+scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
+{
+	Oid			dim_oid;
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	uint64		n;
+	int			pin;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("before must not be NULL"),
+				 errhint("Pass the retention horizon: remembered events effective before it are forgotten, e.g. now() - interval '90 days'.")));
+	dim_oid = PG_GETARG_OID(0);
+	if (get_rel_relkind(dim_oid) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", dim_oid)));
+	if (!scd2_relation_ownercheck(dim_oid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", scd2_relation_display_name(dim_oid)),
+				 errdetail("Only the owner of a dimension can prune what it remembers.")));
+	values[0] = ObjectIdGetDatum(dim_oid);
+	values[1] = PG_GETARG_DATUM(1);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+	n = scd2_exec_catalog("DELETE FROM scd2.arrival_memory m"
+						  " WHERE m.dimension OPERATOR(pg_catalog.=) $1"
+						  "   AND (m.effective OPERATOR(pg_catalog.<) $2"
+						  "        OR (m.dropped_by IS NOT NULL AND NOT EXISTS ("
+						  "            SELECT FROM scd2.change_log_runs r"
+						  "             WHERE r.run_id OPERATOR(pg_catalog.=) m.dropped_by"
+						  "               AND r.logged AND r.pruned_at IS NULL AND r.reverted_by IS NULL)))",
+						  2, argtypes, values, NULL, false, SPI_OK_DELETE,
+						  "pruning remembered events");
+	scd2_unpin(pin);
+	SPI_finish();
+	PG_RETURN_INT64((int64) n);
+}
