@@ -17,11 +17,13 @@ CREATE TABLE dim_o (sk bigint GENERATED ALWAYS AS IDENTITY, k int, a text, b int
 CREATE TABLE dim_s (LIKE dim_o INCLUDING IDENTITY);
 
 -- Refused registrations: the events must carry their instants, and be
--- loaded incrementally by value with no Type 1 columns.
+-- loaded incrementally by value with no Type 1 columns, and no load may
+-- add a column (its first values would be written in place, as Type 1).
 SELECT scd2.register('dim_o', ARRAY['k'], order_free => true);
 SELECT scd2.register('dim_o', ARRAY['k'], effective_column => 'eff', mode => 'snapshot', order_free => true);
 SELECT scd2.register('dim_o', ARRAY['k'], effective_column => 'eff', type1 => ARRAY['b'], order_free => true);
 SELECT scd2.register('dim_o', ARRAY['k'], effective_column => 'eff', detect => 'timestamp', order_free => true);
+SELECT scd2.register('dim_o', ARRAY['k'], effective_column => 'eff', on_schema_change => 'append_new_columns', order_free => true);
 SELECT scd2.register(d, ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
                      delete_column => 'del', is_current_column => 'is_current',
                      surrogate_key_column => 'sk', order_free => true)

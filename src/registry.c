@@ -389,7 +389,8 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 	{
 		scd2_exec_catalog("SELECT d.effective_column IS NULL, d.mode OPERATOR(pg_catalog.<>) 'incremental',"
 						  " pg_catalog.cardinality(d.type1) OPERATOR(pg_catalog.>) 0,"
-						  " d.detect OPERATOR(pg_catalog.<>) 'values'"
+						  " d.detect OPERATOR(pg_catalog.<>) 'values',"
+						  " d.on_schema_change IN ('append_new_columns', 'sync_all_columns')"
 						  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
 						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
 						  "checking the registration for order_free");
@@ -405,13 +406,19 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 				why = "it has Type 1 columns: an in-place overwrite depends on which event arrives last";
 			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
 				why = "it detects changes by timestamp: every later instant would be a change";
+			/*
+			 * register stores on_schema_change first: a column a load adds
+			 * is filled in place on the current versions, a Type 1 write
+			 */
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull)))
+				why = "its on_schema_change adds columns: the load that adds one fills it in place, which depends on which event arrives last";
 		}
 		if (why)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
-					 errdetail("order_free needs an effective column, incremental mode, value detection and no Type 1 columns; %s.", why),
-					 errhint("Register it without order_free, or with an effective column in incremental mode and no Type 1 columns.")));
+					 errdetail("order_free needs an effective column, incremental mode, value detection, no Type 1 columns and on_schema_change 'ignore' or 'fail'; %s.", why),
+					 errhint("Register it without order_free, or with an effective column in incremental mode, no Type 1 columns and on_schema_change 'ignore' or 'fail'.")));
 	}
 	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET order_free = $2"
 						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
