@@ -134,3 +134,49 @@ SELECT * FROM scd2.dimension_at(NULL::histops_cast.dim, now(), now());
 SELECT count(*) FROM scd2.dimension_at(NULL::histops_cast.dim, now());
 DROP SCHEMA histops_cast CASCADE;
 DROP ROLE regress_known_at_owner;
+
+-- A Type 1 before-image is decoded onto the row itself: a column that is
+-- neither key nor Type 1 never goes through its type's input, so the
+-- CHECK of its domain (the owner's code) does not run as the caller.
+CREATE FUNCTION noisy_check(v text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN RAISE NOTICE 'the domain check ran as %', current_user; RETURN true; END $$;
+CREATE DOMAIN noisy AS text CHECK (noisy_check(VALUE));
+CREATE TABLE ddim (id int NOT NULL, note noisy, v text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE TABLE dstg (id int, note noisy, v text);
+SET client_min_messages = warning;
+SELECT scd2.register('ddim', ARRAY['id'], type1 => ARRAY['v']);
+INSERT INTO dstg VALUES (1, 'n', 'x');
+CALL scd2.apply('dstg', 'ddim', '2024-01-01') \gset
+SELECT finished_at AS t1 FROM scd2.audit_log WHERE run_id = :run_id \gset
+UPDATE dstg SET v = 'y';
+CALL scd2.apply('dstg', 'ddim', '2024-02-01') \gset
+SET client_min_messages = notice;
+SELECT id, note, v FROM scd2.dimension_at(NULL::ddim, '2024-03-01', :'t1');
+SELECT id, note, v FROM scd2.dimension_at(NULL::ddim, '2024-03-01', now());
+SET client_min_messages = warning;
+
+-- Row-level security: the before-images are read from the change log as
+-- the extension owner, so a caller a policy limits is refused -- also when
+-- it calls the internal function directly -- and sees nothing of a hidden
+-- row; the two-argument dimension_at is its own SELECT, under its policy.
+CREATE ROLE regress_known_at_reader;
+CREATE TABLE rdim (id int NOT NULL, tenant text, v text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE TABLE rstg (id int, tenant text, v text);
+SELECT scd2.register('rdim', ARRAY['id'], type1 => ARRAY['v']);
+INSERT INTO rstg VALUES (1, 'a', 'x'), (2, 'b', 'secret');
+CALL scd2.apply('rstg', 'rdim', '2024-01-01') \gset
+UPDATE rstg SET v = 'y';
+CALL scd2.apply('rstg', 'rdim', '2024-02-01') \gset
+ALTER TABLE rdim ENABLE ROW LEVEL SECURITY;
+CREATE POLICY only_a ON rdim TO regress_known_at_reader USING (tenant = 'a');
+GRANT USAGE ON SCHEMA histops TO regress_known_at_reader;
+GRANT SELECT ON rdim TO regress_known_at_reader;
+SET ROLE regress_known_at_reader;
+SELECT id, v FROM scd2.dimension_at(NULL::rdim, now());
+SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::histops.rdim, now(), '-infinity')$$);
+SELECT histops.try($$SELECT count(*) FROM scd2._known_at_undo('histops.rdim', '-infinity')$$);
+RESET ROLE;
+SELECT count(*) AS rows_for_the_owner FROM scd2.dimension_at(NULL::rdim, now(), '-infinity');
+DROP TABLE rdim, rstg;
+REVOKE USAGE ON SCHEMA histops FROM regress_known_at_reader;
+DROP ROLE regress_known_at_reader;

@@ -554,8 +554,8 @@ BEGIN
              AND NOT r.rolsuper
           UNION ALL
           SELECT pg_catalog.format('its type %s is a domain with a CHECK constraint', t.oid::regtype)
-           WHERE t.typtype = 'd' AND EXISTS (SELECT FROM pg_catalog.pg_constraint k
-                                              WHERE k.contypid = t.oid AND k.contype = 'c')) x
+           WHERE EXISTS (SELECT FROM pg_catalog.pg_constraint k
+                          WHERE k.contypid IN (t.oid, t.typelem) AND k.contype = 'c')) x
      WHERE a.attrelid = v_rel AND a.attnum > 0 AND NOT a.attisdropped
        AND a.attname = ANY (v_reg.business_key || v_type1)
      LIMIT 1;
@@ -582,7 +582,7 @@ BEGIN
                 pg_catalog.format('CASE WHEN u.valid_from IS NULL THEN d.%1$I ELSE u.old_is_current END', v_att.attname)
             WHEN v_att.attname = ANY (v_type1) THEN
                 pg_catalog.format('CASE WHEN u.old_type1 OPERATOR(pg_catalog.?) %1$L'
-                                  ' THEN (pg_catalog.jsonb_populate_record(NULL::%2$s, u.old_type1)).%1$I ELSE d.%1$I END',
+                                  ' THEN (pg_catalog.jsonb_populate_record(d, u.old_type1)).%1$I ELSE d.%1$I END',
                                   v_att.attname, v_rel)
             ELSE pg_catalog.format('d.%I', v_att.attname) END;
     END LOOP;

@@ -138,6 +138,11 @@ scd2_known_at_undo(PG_FUNCTION_ARGS)
 				 errmsg("permission denied for dimension %s", dim_name),
 				 errdetail("Reading the dimension as known at an instant needs SELECT on it.")));
 
+	/*
+	 * The change log is read as the extension owner: a caller whom a policy
+	 * limits would get the before-images of rows it cannot see.
+	 */
+	scd2_refuse_row_security(dim_oid, InvalidOid, "dimension", "scd2.dimension_at(..., known_at)");
 	values[0] = runs_to_undo(dim_oid, dim_name, known_at);
 	scd2_exec_catalog(
 		"SELECT DISTINCT ON (c.business_key, c.valid_from) c.business_key, c.valid_from,"

@@ -539,6 +539,17 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 	compare_columns(reg, req->extract, dimrel, stgrel, &added, &retyped);
 	widened = check_differences(mode, reg, dimrel, stgrel, added, retyped, dim_name,
 								scd2_relation_display_name(req->stg_oid));
+	/*
+	 * register refuses order_free with these modes; a registry edited by
+	 * hand (scd2._registry_store_schema_change) is refused here
+	 */
+	if (reg->order_free && (mode == SCHEMA_APPEND || mode == SCHEMA_SYNC) && added != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("order-free dimension %s cannot add staging column \"%s\"",
+						dim_name, ((Diff *) linitial(added))->name),
+				 errdetail("The load that adds a column fills it in place on the current versions, which depends on which event arrives last. Nothing was loaded."),
+				 errhint("Register the dimension with on_schema_change => 'ignore' or 'fail', or add the column to it by hand.")));
 	if (mode == SCHEMA_IGNORE)
 		set_pending(dim_name, make_note(added, NIL, NIL, req->dry_run));
 	else if (mode != SCHEMA_FAIL)
