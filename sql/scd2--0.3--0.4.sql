@@ -555,7 +555,8 @@ BEGIN
           UNION ALL
           SELECT pg_catalog.format('its type %s is a domain with a CHECK constraint', t.oid::regtype)
            WHERE EXISTS (SELECT FROM pg_catalog.pg_constraint k
-                          WHERE k.contypid IN (t.oid, t.typelem) AND k.contype = 'c')) x
+                          WHERE k.contypid IN (t.oid, t.typelem) AND k.contypid <> 0
+                            AND k.contype = 'c')) x
      WHERE a.attrelid = v_rel AND a.attnum > 0 AND NOT a.attisdropped
        AND a.attname = ANY (v_reg.business_key || v_type1)
      LIMIT 1;
