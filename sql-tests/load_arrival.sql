@@ -162,3 +162,12 @@ SELECT scd2_test.checksum('dim_s') || scd2_test.checksum('scd2.change_log')
 CALL scd2.apply_snapshots('snaps', 'dim_s', 'snap');
 SELECT scd2_test.checksum('dim_s') || scd2_test.checksum('scd2.change_log')
        || scd2_test.checksum('scd2.arrival_memory') = :'before' AS nothing_written;
+
+-- A dropped dimension's remembered events are forgotten with it (a later
+-- table given its oid must not recall them); the column is a regclass, so
+-- pg_dump writes the dimension's name, not its oid.
+SELECT 'dim_s'::regclass::oid AS dim_s_oid \gset
+SELECT count(*) > 0 AS remembered FROM scd2.arrival_memory WHERE dimension::oid = :dim_s_oid;
+SELECT pg_typeof(dimension) FROM scd2.arrival_memory LIMIT 1;
+DROP TABLE dim_s;
+SELECT count(*) AS left_behind FROM scd2.arrival_memory WHERE dimension::oid = :dim_s_oid;

@@ -1228,7 +1228,7 @@ COMMENT ON COLUMN scd2.dimensions.order_free IS
     'true: the dimension is a function of the set of events loaded, whatever their batching and arrival order (register''s order_free)';
 
 CREATE TABLE scd2.arrival_memory (
-    dimension    oid         NOT NULL,   -- the dimension (oid: no dependency on it)
+    dimension    regclass    NOT NULL,   -- the dimension (dumped by name; no dependency on it: a drop forgets its rows)
     business_key jsonb       NOT NULL,   -- as in the change feed, computed as the dimension's owner
     effective    timestamptz NOT NULL,   -- the event's instant (a date or timestamp as that instant in UTC)
     present      boolean     NOT NULL,   -- false: a delete

@@ -16,7 +16,8 @@
  * their earliest staged instant on as dropped by it and inserts what it
  * remembers instead, so a revert of that run deletes its rows and brings
  * back the ones it dropped (scd2_arrival_memory_undo).  Rows leave the
- * table only through scd2.prune_arrival_memory.
+ * table through scd2.prune_arrival_memory, and when their dimension is
+ * dropped (registry.c, forget_dropped_memory).
  */
 #include "scd2.h"
 

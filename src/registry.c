@@ -170,6 +170,23 @@ mark_dropped_runs(void)
  * exist, and default staging tables that no longer exist.  No ownership
  * check: it only removes rows about tables that are gone.
  */
+/*
+ * The arrival memory (0.4) of dropped dimensions: a later table given the
+ * same oid must not recall another table's events.  Absent while the
+ * library is newer than the extension's scripts.
+ */
+static void
+forget_dropped_memory(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("arrival_memory", nsp)))
+		return;
+	scd2_exec_catalog("DELETE FROM scd2.arrival_memory m WHERE NOT EXISTS"
+					  " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) m.dimension)",
+					  0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions' remembered events");
+}
+
 Datum
 scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 {
@@ -185,6 +202,7 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 		"UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
 		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
 		0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "forgetting dropped staging tables");
+	forget_dropped_memory();
 	mark_dropped_runs();
 	SPI_finish();
 	PG_RETURN_INT64(removed);
