@@ -160,23 +160,23 @@ SET client_min_messages = warning;
 -- it calls the internal function directly -- and sees nothing of a hidden
 -- row; the two-argument dimension_at is its own SELECT, under its policy.
 CREATE ROLE regress_known_at_reader;
-CREATE TABLE rdim (id int NOT NULL, tenant text, v text, valid_from timestamptz NOT NULL, valid_to timestamptz);
-CREATE TABLE rstg (id int, tenant text, v text);
-SELECT scd2.register('rdim', ARRAY['id'], type1 => ARRAY['v']);
-INSERT INTO rstg VALUES (1, 'a', 'x'), (2, 'b', 'secret');
-CALL scd2.apply('rstg', 'rdim', '2024-01-01') \gset
-UPDATE rstg SET v = 'y';
-CALL scd2.apply('rstg', 'rdim', '2024-02-01') \gset
-ALTER TABLE rdim ENABLE ROW LEVEL SECURITY;
-CREATE POLICY only_a ON rdim TO regress_known_at_reader USING (tenant = 'a');
+CREATE TABLE kn_rls_dim (id int NOT NULL, tenant text, v text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE TABLE kn_rls_stg (id int, tenant text, v text);
+SELECT scd2.register('kn_rls_dim', ARRAY['id'], type1 => ARRAY['v']);
+INSERT INTO kn_rls_stg VALUES (1, 'a', 'x'), (2, 'b', 'secret');
+CALL scd2.apply('kn_rls_stg', 'kn_rls_dim', '2024-01-01') \gset
+UPDATE kn_rls_stg SET v = 'y';
+CALL scd2.apply('kn_rls_stg', 'kn_rls_dim', '2024-02-01') \gset
+ALTER TABLE kn_rls_dim ENABLE ROW LEVEL SECURITY;
+CREATE POLICY only_a ON kn_rls_dim TO regress_known_at_reader USING (tenant = 'a');
 GRANT USAGE ON SCHEMA histops TO regress_known_at_reader;
-GRANT SELECT ON rdim TO regress_known_at_reader;
+GRANT SELECT ON kn_rls_dim TO regress_known_at_reader;
 SET ROLE regress_known_at_reader;
-SELECT id, v FROM scd2.dimension_at(NULL::rdim, now());
-SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::histops.rdim, now(), '-infinity')$$);
-SELECT histops.try($$SELECT count(*) FROM scd2._known_at_undo('histops.rdim', '-infinity')$$);
+SELECT id, v FROM scd2.dimension_at(NULL::kn_rls_dim, now());
+SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::histops.kn_rls_dim, now(), '-infinity')$$);
+SELECT histops.try($$SELECT count(*) FROM scd2._known_at_undo('histops.kn_rls_dim', '-infinity')$$);
 RESET ROLE;
-SELECT count(*) AS rows_for_the_owner FROM scd2.dimension_at(NULL::rdim, now(), '-infinity');
-DROP TABLE rdim, rstg;
+SELECT count(*) AS rows_for_the_owner FROM scd2.dimension_at(NULL::kn_rls_dim, now(), '-infinity');
+DROP TABLE kn_rls_dim, kn_rls_stg;
 REVOKE USAGE ON SCHEMA histops FROM regress_known_at_reader;
 DROP ROLE regress_known_at_reader;
