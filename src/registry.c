@@ -267,6 +267,25 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 }
 
 /*
+ * One option of the registration register has just stored: SET column = value
+ * (of type typid; NULL when isnull).  The caller is connected to SPI.
+ */
+static void
+store_option(Oid dim_oid, const char *column, Oid typid, Datum value, bool isnull)
+{
+	Oid			argtypes[2] = {REGCLASSOID, typid};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), value};
+	char		nulls[2] = {' ', isnull ? 'n' : ' '};
+
+	if (scd2_exec_catalog(psprintf("UPDATE scd2.dimensions d SET %s = $2"
+								   " WHERE d.dimension OPERATOR(pg_catalog.=) $1", column),
+						  2, argtypes, values, nulls, false, SPI_OK_UPDATE,
+						  psprintf("storing the registration's %s", column)) != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(dim_oid));
+}
+
+/*
  * After scd2.register stored a registration: the partial-extract guard
  * (0.4), the largest fraction of the current keys one load may close or
  * delete (NULL: no limit; register checked the range, the registry's
@@ -275,26 +294,15 @@ scd2_registry_store_more(PG_FUNCTION_ARGS)
 Datum
 scd2_registry_store_guard(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[2] = {REGCLASSOID, FLOAT4OID};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
-
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("dimension must not be NULL")));
 	require_owner(PG_GETARG_OID(0));
-	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET max_close_fraction = $2"
-						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-						  2, argtypes, values, nulls, false, SPI_OK_UPDATE,
-						  "storing the registration's max_close_fraction") != 1)
-		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
-			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	store_option(PG_GETARG_OID(0), "max_close_fraction", FLOAT4OID,
+				 PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -307,9 +315,6 @@ scd2_registry_store_guard(PG_FUNCTION_ARGS)
 Datum
 scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
-	Datum		values[2];
-
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -323,16 +328,9 @@ scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
 						PG_ARGISNULL(1) ? "NULL" : text_to_cstring(PG_GETARG_TEXT_PP(1))),
 				 errhint("Use 'error' (a load whose staging table lacks a column of the dimension is refused) or 'carry_forward' (new versions keep the current version's value of a column the staging table lacks).")));
 	require_owner(PG_GETARG_OID(0));
-	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_GETARG_DATUM(1);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET missing_columns = $2"
-						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-						  2, argtypes, values, NULL, false, SPI_OK_UPDATE,
-						  "storing the registration's missing_columns") != 1)
-		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
-			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	store_option(PG_GETARG_OID(0), "missing_columns", TEXTOID, PG_GETARG_DATUM(1), false);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -348,8 +346,6 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 {
 	static const char *const options[] = {"ignore", "fail", "append_new_columns",
 	"sync_all_columns"};
-	Oid			argtypes[2] = {REGCLASSOID, TEXTOID};
-	Datum		values[2];
 	char	   *value = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	bool		valid = false;
 
@@ -365,16 +361,9 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 				 errmsg("invalid on_schema_change \"%s\"", value ? value : "NULL"),
 				 errhint("Use 'ignore' (staging columns the dimension lacks are not loaded, and named), 'fail' (any difference refuses the load), 'append_new_columns' (new staging columns are added to the dimension) or 'sync_all_columns' (also widened types widen the dimension).")));
 	require_owner(PG_GETARG_OID(0));
-	values[0] = PG_GETARG_DATUM(0);
-	values[1] = PG_GETARG_DATUM(1);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET on_schema_change = $2"
-						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-						  2, argtypes, values, NULL, false, SPI_OK_UPDATE,
-						  "storing the registration's on_schema_change") != 1)
-		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
-			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	store_option(PG_GETARG_OID(0), "on_schema_change", TEXTOID, PG_GETARG_DATUM(1), false);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -438,12 +427,7 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 					 errdetail("order_free needs an effective column, incremental mode, value detection, no Type 1 columns and on_schema_change 'ignore' or 'fail'; %s.", why),
 					 errhint("Register it without order_free, or with an effective column in incremental mode, no Type 1 columns and on_schema_change 'ignore' or 'fail'.")));
 	}
-	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET order_free = $2"
-						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-						  2, argtypes, values, NULL, false, SPI_OK_UPDATE,
-						  "storing the registration's order_free") != 1)
-		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
-			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	store_option(PG_GETARG_OID(0), "order_free", BOOLOID, values[1], false);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
