@@ -1017,7 +1017,7 @@ RETURNS TABLE (business_key jsonb, valid_from timestamptz, inserted boolean,
 AS 'MODULE_PATHNAME', 'scd2_known_at_undo'
 LANGUAGE C CALLED ON NULL INPUT STABLE;
 COMMENT ON FUNCTION scd2._known_at_undo(regclass, timestamptz) IS
-    'internal: what scd2.dimension_at(..., known_at) undoes: the rows the loads finished after known_at inserted, and the before-images of the rows they updated (needs SELECT on the dimension)';
+    'internal: what scd2.dimension_at(..., known_at) undoes: the rows the loads finished after known_at inserted, and the before-images of the rows they updated; one row with business_key NULL: every row (a first load into the empty dimension is undone) (needs SELECT on the dimension)';
 
 -- The text forms are the change log's (changelog.c, scd2_pin_text_forms),
 -- so its jsonb values read back as written.
@@ -1117,14 +1117,18 @@ BEGIN
     END LOOP;
     SELECT pg_catalog.string_agg(pg_catalog.format('%L, d.%I', k, k), ', ' ORDER BY o)
       INTO v_key FROM pg_catalog.unnest(v_reg.business_key) WITH ORDINALITY AS x(k, o);
+    -- a row with business key NULL: a first load into the empty dimension
+    -- is undone, and with it every row there is now
     RETURN QUERY EXECUTE pg_catalog.format(
-        'SELECT %s FROM %s d LEFT JOIN scd2._known_at_undo(%L, $2) u'
+        'WITH "scd2 undo" AS MATERIALIZED (SELECT * FROM scd2._known_at_undo(%L, $2))'
+        ' SELECT %s FROM %s d LEFT JOIN "scd2 undo" u'
         '    ON pg_catalog.jsonb_build_object(%s) OPERATOR(pg_catalog.=) u.business_key'
         '   AND d.%I OPERATOR(pg_catalog.=) %s'
         ' WHERE NOT COALESCE(u.inserted, false)'
+        '   AND NOT EXISTS (SELECT FROM "scd2 undo" w WHERE w.business_key IS NULL)'
         '   AND d.%I OPERATOR(pg_catalog.<=) CAST($1 AS %s)'
         '   AND (%s IS NULL OR %s OPERATOR(pg_catalog.>) CAST($1 AS %s))',
-        v_cols, v_rel, v_rel, v_key, v_reg.valid_from_column, pg_catalog.format(v_decode, 'u.valid_from'),
+        v_rel, v_cols, v_rel, v_key, v_reg.valid_from_column, pg_catalog.format(v_decode, 'u.valid_from'),
         v_reg.valid_from_column, v_type, v_vt, v_vt, v_type) USING at, known_at;
 END
 $$;
@@ -1270,3 +1274,16 @@ ALTER TABLE scd2.audit_log
 ALTER TABLE scd2.change_log ADD COLUMN old_row jsonb;
 COMMENT ON COLUMN scd2.change_log.old_row IS
     'an order-free load''s extended or removed row as it was before the load (column => text form), for scd2.revert';
+
+------------------------------------------------------------------------------
+-- Issue 27: the change log at the cost floor.  A first load into an empty
+-- dimension (src/load_first.c) inserts every row the dimension has right
+-- after it; its change log says so in its header instead of one
+-- scd2.change_log row per inserted version.  scd2.revert writes those rows
+-- into scd2.change_log as it deletes them (the column is then NULL);
+-- scd2.changes and scd2.dimension_at(..., known_at) read the rows from the
+-- dimension and the later runs' change logs (src/changelog_compact.c).
+------------------------------------------------------------------------------
+ALTER TABLE scd2.change_log_runs ADD COLUMN first_load_rows bigint;
+COMMENT ON COLUMN scd2.change_log_runs.first_load_rows IS
+    'a first load into an empty dimension, logged compactly: it inserted every row the dimension had right after it, this many, and scd2.change_log holds none of them (NULL: the run''s rows are in scd2.change_log)';

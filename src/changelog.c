@@ -18,6 +18,16 @@
  * scd2.changes reads them back by (key, valid_from), and a revert keeps
  * them in the change log before it deletes the rows.
  *
+ * A first load into an empty dimension (load_first.c) writes no
+ * scd2.change_log row at all (0.4 on): its header's first_load_rows says
+ * that it inserted every row the dimension had right after it, and how
+ * many.  Its revert writes the rows it deletes into scd2.change_log
+ * (scd2_changelog_work_table, scd2_changelog_copy_work_rows) and clears
+ * the mark; scd2.changes reads the rows from the dimension as long as the
+ * run stands (changelog_compact.c).  Measured (bench/RESULTS.md): one log
+ * row per version made a first load of 1M rows 1.7 times as slow as the
+ * same load without its change log.
+ *
  * The run id is reserved from the audit log's sequence before the MERGE
  * and handed to the audit row of the same load
  * (scd2_changelog_claim_run_id), so the change log and the audit log
@@ -162,6 +172,25 @@ scd2_changelog_columns(Relation rel, Datum names, int64 run_id, const char *dim_
 	return cols;
 }
 
+/*
+ * The business key of row alias as the change log keeps it, from a run's
+ * logged key columns: scd2_key_json_sql's jsonb_build_object, for readers
+ * of the log that have no registration in hand.
+ */
+char *
+scd2_changelog_key_json_sql(const Scd2LoggedColumn *keys, int nkeys, const char *alias)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog.jsonb_build_object(");
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(&buf, "%s%s, %s.%s", i ? ", " : "", quote_literal_cstr(keys[i].name), alias,
+						 keys[i].ident);
+	appendStringInfoString(&buf, ")");
+	return buf.data;
+}
+
 /* "'name', alias.ident" pairs for jsonb_build_object. */
 static void
 append_json_pair(StringInfo buf, const char *name, const char *expr)
@@ -218,10 +247,10 @@ text_before_images(void)
  * Returns the run id.
  */
 static int64
-write_run_header(const Scd2Config *cfg, bool text_images)
+write_run_header(const Scd2Config *cfg, bool text_images, int64 first_load_rows)
 {
-	Oid			argtypes[4] = {INT8OID, OIDOID, BOOLOID, TEXTARRAYOID};
-	Datum		values[4];
+	Oid			argtypes[5] = {INT8OID, OIDOID, BOOLOID, TEXTARRAYOID, INT8OID};
+	Datum		values[5];
 	int64		run_id;
 	Datum	   *filled = palloc(sizeof(Datum) * Max(list_length(cfg->filled), 1));
 	ListCell   *lc;
@@ -238,15 +267,17 @@ write_run_header(const Scd2Config *cfg, bool text_images)
 		filled[foreach_current_index(lc)] = CStringGetTextDatum((char *) lfirst(lc));
 	values[3] = PointerGetDatum(construct_array(filled, list_length(cfg->filled), TEXTOID, -1,
 												false, TYPALIGN_INT));
+	values[4] = Int64GetDatum(first_load_rows);
 	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
-				  " type1_columns, current_valid_to, logged%s)"
+				  " type1_columns, current_valid_to, logged%s%s)"
 				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
 				  " d.is_current_column, d.surrogate_key_column,"
-				  " d.type1 OPERATOR(pg_catalog.||) $4::pg_catalog.name[], d.current_valid_to, $3%s"
+				  " d.type1 OPERATOR(pg_catalog.||) $4::pg_catalog.name[], d.current_valid_to, $3%s%s"
 				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
-				  text_images ? ", old_type1_text" : "", text_images ? ", true" : ""),
-				  4, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
+				  text_images ? ", old_type1_text" : "", first_load_rows >= 0 ? ", first_load_rows" : "",
+				  text_images ? ", true" : "", first_load_rows >= 0 ? ", $5" : ""),
+				  5, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
 		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
 	return run_id;
 }
@@ -278,6 +309,18 @@ scd2_changelog_prepare(bool dry_run)
 {
 	if (dry_run || !change_log_installed() || !scd2_change_log)
 		return false;
+	scd2_changelog_work_table(GetUserId());
+	return true;
+}
+
+/*
+ * The change log's work table (LOG_TABLE), created by the extension owner,
+ * with INSERT granted to role: the load's role, or the dimension's owner
+ * when a revert writes a first load's rows (fn_revert.c).
+ */
+void
+scd2_changelog_work_table(Oid role)
+{
 	scd2_exec_catalog("CREATE TEMP TABLE " LOG_TABLE " (action pg_catalog.text, inserted pg_catalog.bool,"
 					  " surrogate_key pg_catalog.int8, business_key pg_catalog.jsonb,"
 					  " valid_from pg_catalog.timestamptz, valid_to pg_catalog.timestamptz,"
@@ -285,9 +328,8 @@ scd2_changelog_prepare(bool dry_run)
 					  " old_type1 pg_catalog.jsonb, old_row pg_catalog.jsonb) ON COMMIT DROP",
 					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "creating the change log's work table");
 	scd2_exec_catalog(psprintf("GRANT INSERT ON " LOG_TABLE " TO %s",
-							   quote_identifier(GetUserNameFromId(GetUserId(), false))),
+							   quote_identifier(GetUserNameFromId(role, false))),
 					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "granting the change log's work table");
-	return true;
 }
 
 #define LOG_INSERT "INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key," \
@@ -415,6 +457,31 @@ scd2_changelog_sql_first_load(const Scd2Config *cfg)
 }
 
 /*
+ * Copy the work table's rows into scd2.change_log under run_id and drop
+ * the work table, as the extension owner: jsonb, timestamptz, bool and
+ * bigint columns of a table nobody else can alter.
+ */
+void
+scd2_changelog_copy_work_rows(int64 run_id)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	/* whole before-images (0.4's old_row): only order-free loads write them */
+	bool		rows = get_attnum(get_relname_relid("change_log", get_namespace_oid("scd2", false)),
+								  "old_row") != InvalidAttrNumber;
+
+	scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
+							   " valid_from, valid_to, old_valid_to, old_is_current, old_type1%s)"
+							   " SELECT $1, l.action, l.inserted, l.surrogate_key, l.business_key, l.valid_from,"
+							   " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1%s FROM ONLY " LOG_TABLE " l",
+							   rows ? ", old_row" : "", rows ? ", l.old_row" : ""),
+					  1, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
+	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
+					  "dropping the change log's work table");
+}
+
+/*
  * After the load computed its rows (prepared: scd2_changelog_prepare
  * returned true): reserve the run id, write the run's header and copy the
  * rows into scd2.change_log, as the extension owner; the work table is
@@ -423,30 +490,50 @@ scd2_changelog_sql_first_load(const Scd2Config *cfg)
 int64
 scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
 	int64		run_id;
 
 	if (!change_log_installed())
 		return 0;
 
-	run_id = write_run_header(cfg, text_before_images());
-	values[0] = Int64GetDatum(run_id);
+	run_id = write_run_header(cfg, text_before_images(), -1);
 	if (prepared)
-	{
-		/* whole before-images (0.4's old_row): only order-free loads write them */
-		bool		rows = get_attnum(get_relname_relid("change_log", get_namespace_oid("scd2", false)),
-									  "old_row") != InvalidAttrNumber;
+		scd2_changelog_copy_work_rows(run_id);
+	hand_over_run_id(cfg, run_id);
+	return run_id;
+}
 
-		scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
-								   " valid_from, valid_to, old_valid_to, old_is_current, old_type1%s)"
-								   " SELECT $1, l.action, l.inserted, l.surrogate_key, l.business_key, l.valid_from,"
-								   " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1%s FROM ONLY " LOG_TABLE " l",
-								   rows ? ", old_row" : "", rows ? ", l.old_row" : ""),
-						  1, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
+/*
+ * Whether the installed extension logs a first load compactly (0.4's
+ * change_log_runs.first_load_rows).
+ */
+bool
+scd2_changelog_compact_first_load(void)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+	Oid			runs = OidIsValid(nsp) ? get_relname_relid("change_log_runs", nsp) : InvalidOid;
+
+	return OidIsValid(runs) && get_attnum(runs, "first_load_rows") != InvalidAttrNumber;
+}
+
+/*
+ * The change log of a first load into an empty dimension that inserted
+ * `inserted` rows, logged compactly (scd2_changelog_compact_first_load;
+ * the file's comment): the header alone, first_load_rows = inserted, or
+ * logged = false with scd2.change_log = off (prepared false).  The work
+ * table goes unused.  Returns the run id.
+ */
+int64
+scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inserted)
+{
+	int64		run_id;
+
+	if (!change_log_installed())
+		return 0;
+	run_id = write_run_header(cfg, text_before_images(), prepared ? inserted : -1);
+
+	if (prepared)
 		scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
 						  "dropping the change log's work table");
-	}
 	hand_over_run_id(cfg, run_id);
 	return run_id;
 }

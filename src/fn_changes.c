@@ -180,16 +180,24 @@ scd2_changes(PG_FUNCTION_ARGS)
 	sk = scd2_changelog_columns(rel, run.surrogate_key, run_id, dim_name, &nsk);
 	table_close(rel, NoLock);
 
-	read_logged_rows(run_id, arrays);
-	sql = feed_sql(dim_name, run.current_valid_to, keys, nkeys, book, sk, nsk,
-				   scd2_citus_table(run.dim_oid, NULL) != SCD2_CITUS_NONE);
-	nest = NewGUCNestLevel();
-	scd2_pin_text_forms();
-	(void) scd2_exec_as_owner(scd2_relation_owner(run.dim_oid), sql, 6, arrtypes, arrays, true,
-							  SPI_OK_SELECT, "reading the change feed",
-							  psprintf("scd2: reading the change feed of run %lld of dimension %s",
-									   (long long) run_id, dim_name));
-	AtEOXact_GUC(true, nest);
+	if (run.first_load_rows >= 0)
+	{
+		/* a first load logged compactly: its rows from the dimension (changelog_compact.c) */
+		scd2_compact_first_load_feed(&run, dim_name, keys, nkeys, book, sk, nsk);
+	}
+	else
+	{
+		read_logged_rows(run_id, arrays);
+		sql = feed_sql(dim_name, run.current_valid_to, keys, nkeys, book, sk, nsk,
+					   scd2_citus_table(run.dim_oid, NULL) != SCD2_CITUS_NONE);
+		nest = NewGUCNestLevel();
+		scd2_pin_text_forms();
+		(void) scd2_exec_as_owner(scd2_relation_owner(run.dim_oid), sql, 6, arrtypes, arrays, true,
+								  SPI_OK_SELECT, "reading the change feed",
+								  psprintf("scd2: reading the change feed of run %lld of dimension %s",
+										   (long long) run_id, dim_name));
+		AtEOXact_GUC(true, nest);
+	}
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[5];

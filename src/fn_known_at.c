@@ -7,6 +7,11 @@
  * by one of them (absent then), or else the before-image the earliest of
  * them logged (valid_to, is_current, Type 1 columns as they were).
  *
+ * A later load that was a first load into the empty dimension logged
+ * compactly (changelog.c: every row the dimension had after it was one it
+ * inserted) gives one row instead, business key NULL and inserted: every
+ * row of the dimension is absent then.
+ *
  * Refused, naming the run, when a later load cannot be undone from its
  * change log (loaded with scd2.change_log = off or before 0.3, or its
  * change log pruned), or that extended or removed versions (an order-free
@@ -51,7 +56,7 @@ refuse(const char *dim_name, TimestampTz known_at, int64 run_id, const char *why
  * be undone, or for a load finished by known_at and reverted since.
  */
 static Datum
-runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
+runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at, bool *whole)
 {
 	Oid			argtypes[3] = {OIDOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		values[3] = {ObjectIdGetDatum(dim_oid), CStringGetTextDatum(dim_name),
@@ -63,7 +68,9 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
 			"SELECT a.run_id, a.status, r.run_id IS NOT NULL, COALESCE(r.logged, false),"
 			"       r.pruned_at IS NOT NULL, a.finished_at OPERATOR(pg_catalog.>) $3,"
 			"       EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) a.run_id"
-			"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[]))"
+			"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[])),"
+			/* first_load_rows: 0.4 on */
+			"       (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'first_load_rows') IS NOT NULL"
 			"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 			"  LEFT JOIN scd2.audit_log v ON v.run_id OPERATOR(pg_catalog.=) r.reverted_by"
 			" WHERE (r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
@@ -85,6 +92,7 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
 		bool		pruned = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 		bool		later = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 		bool		moved = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		bool		compact = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 
 		if (strcmp(status, "reverted") == 0)
 		{
@@ -103,6 +111,9 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at)
 		if (moved)
 			refuse(dim_name, known_at, run_id,
 				   "extended or removed versions (an order-free load: docs/SEMANTICS.md, \"Arrival order\")");
+		/* a first load logged compactly inserted every row there was after it */
+		if (compact)
+			*whole = true;
 		ids[n++] = Int64GetDatum(run_id);
 	}
 	return PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
@@ -118,6 +129,7 @@ scd2_known_at_undo(PG_FUNCTION_ARGS)
 	char	   *dim_name;
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		values[1];
+	bool		whole = false;
 	int			pin;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -143,7 +155,23 @@ scd2_known_at_undo(PG_FUNCTION_ARGS)
 	 * limits would get the before-images of rows it cannot see.
 	 */
 	scd2_refuse_row_security(dim_oid, InvalidOid, "dimension", "scd2.dimension_at(..., known_at)");
-	values[0] = runs_to_undo(dim_oid, dim_name, known_at);
+	values[0] = runs_to_undo(dim_oid, dim_name, known_at, &whole);
+	if (whole)
+	{
+		/*
+		 * A first load into the empty dimension is undone: the dimension
+		 * as known then had no row that is there now.  One row says so
+		 * (business key NULL, inserted); no other row is needed.
+		 */
+		Datum		row[6] = {0};
+		bool		nulls[6] = {true, true, false, true, true, true};
+
+		row[2] = BoolGetDatum(true);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+		scd2_unpin(pin);
+		SPI_finish();
+		return (Datum) 0;
+	}
 	scd2_exec_catalog(
 		"SELECT DISTINCT ON (c.business_key, c.valid_from) c.business_key, c.valid_from,"
 		"       pg_catalog.bool_or(c.inserted) OVER (PARTITION BY c.business_key, c.valid_from),"

@@ -61,6 +61,7 @@
 
 #include "arrival.h"
 #include "revert.h"
+#include "worktable.h"		/* LOG_TABLE, WT_ACT_INSERT */
 
 PG_FUNCTION_INFO_V1(scd2_revert);
 
@@ -544,6 +545,84 @@ restore_updated(const Run *run, const char *dim_name, const RevertColumns *c, co
 }
 
 /*
+ * Step 4 of a first load logged compactly (changelog.c: it inserted every
+ * row the dimension had right after it, first_load_rows of them, and its
+ * change log names none): the dimension must hold as many rows, every one
+ * current as the run left it (a row added, deleted, closed or reopened
+ * since: an error, nothing written); then every row is deleted and
+ * written, as the change log of an insert keeps it (with its surrogate
+ * key), into scd2.change_log, so that scd2.changes of the reverted run
+ * reads it as any other.  The DELETE ... RETURNING computes the logged
+ * values (jsonb of the key: its type's output) as the owner, into the
+ * extension owner's work table; the extension owner copies them.
+ */
+static int64
+revert_first_load(const Run *run, const char *dim_name, const RevertColumns *c)
+{
+	char	   *key = scd2_changelog_key_json_sql(c->keys, c->nkeys, "t");
+	char	   *vf = scd2_changelog_encode_sql(c->book[0].typid, psprintf("t.%s", c->book[0].ident));
+	char	   *as_left = psprintf("t.%s IS NOT DISTINCT FROM %s%s", c->book[1].ident,
+								   c->conv.now_null ? "NULL" : c->conv.now_open,
+								   c->ncur > 0 ? psprintf(" AND t.%s IS NOT DISTINCT FROM true", c->cur[0].ident) : "");
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run->run_id)};
+	int64		rows;
+	int64		changed;
+	int64		n;
+
+	exec_dml(run, dim_name,
+			 psprintf("SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE NOT (%s)),"
+					  " pg_catalog.string_agg(pg_catalog.format('key %%s from %%s', %s, t.%s), '; ')"
+					  "   FILTER (WHERE NOT (%s))"
+					  " FROM %s t", as_left, key, c->book[0].ident, as_left, dim_name),
+			 0, NULL, NULL, SPI_OK_SELECT);
+	rows = scd2_spi_int8(0, 1);
+	changed = scd2_spi_int8(0, 2);
+	if (rows != run->first_load_rows)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
+				 errdetail("Run %lld, a first load into the empty dimension, inserted %lld rows, every row it had; it has %lld now. Nothing was reverted.",
+						   (long long) run->run_id, (long long) run->first_load_rows, (long long) rows),
+				 errhint("Rows were added or deleted outside scd2 since the run; repair the dimension by hand.")));
+	if (changed > 0)
+	{
+		char	   *list = scd2_spi_text(0, 3);
+
+		/* the first five, as require_rows_as_left lists them */
+		for (int i = 0, seen = 0; list[i]; i++)
+			if (list[i] == ';' && ++seen == 5)
+			{
+				list[i] = '\0';
+				list = psprintf("%s; ...", list);
+				break;
+			}
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
+				 errdetail("%lld of the %lld rows run %lld wrote were changed (valid_to, is_current) since: %s. Nothing was reverted.",
+						   (long long) changed, (long long) rows, (long long) run->run_id, list),
+				 errhint("The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.")));
+	}
+
+	scd2_changelog_work_table(scd2_relation_owner(run->dim_oid));
+	n = exec_dml(run, dim_name,
+				 psprintf("WITH d AS (DELETE FROM %s t RETURNING %s AS k, %s AS vf, %s AS sk)"
+						  " INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key, valid_from)"
+						  " SELECT " WT_ACT_INSERT ", true, d.sk, d.k, d.vf FROM d",
+						  dim_name, key, vf,
+						  c->nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", c->sk[0].ident) : "NULL::pg_catalog.int8"),
+				 0, NULL, NULL, SPI_OK_INSERT);
+	require_count(n, run->first_load_rows, "inserted", run->run_id, dim_name);
+	scd2_changelog_copy_work_rows(run->run_id);
+	scd2_exec_catalog("UPDATE scd2.change_log_runs SET first_load_rows = NULL"
+					  " WHERE run_id OPERATOR(pg_catalog.=) $1",
+					  1, argtypes, values, NULL, false, SPI_OK_UPDATE,
+					  "writing the reverted first load's rows into the change log");
+	return n;
+}
+
+/*
  * Step 4 of one run, for scd2.revert and for each run scd2.rewind undoes
  * (fn_rewind.c): the caller has checked the privileges, holds the lock,
  * and has refused what cannot be reverted; the run is the newest
@@ -562,6 +641,11 @@ scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *re
 	*restored = 0;
 	read_columns(run, dim_name, &cols);
 	read_conventions(run, current_vt, &cols);
+	if (run->first_load_rows >= 0)
+	{
+		*deleted = revert_first_load(run, dim_name, &cols);
+		return;
+	}
 	scd2_revert_read_change_log(run->run_id, &lg);
 	if (lg.nrows > 0)
 		require_rows_as_left(run, dim_name, &cols, &lg);

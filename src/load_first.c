@@ -19,8 +19,12 @@
  *
  * Same result as the general path: the same rows (a row whose delete
  * marker is set opens nothing and counts as unchanged), metrics, audit
- * row, change log (one insert row per version, written from the
- * dimension after the insert) and change feed.
+ * row and change feed.  The change log is the run's header alone, which
+ * says that the run inserted every row the dimension has right after it
+ * (changelog.c; one insert row per version, written from the dimension
+ * after the insert, while the extension is still at 0.3); revert,
+ * scd2.changes and dimension_at(..., known_at) give what the general
+ * path's change log would.
  *
  * Not taken (the general path runs): a dry run, a key with several
  * staging rows, a dimension that is not a plain table, has rules, row
@@ -229,7 +233,11 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 
 	build_indexes(st, idx, nidx);
 
-	scd2_load_record_change_log(st, scd2_changelog_sql_first_load(cfg), false);
+	/* the header alone (changelog.c); one row per version under a 0.3 change log */
+	if (scd2_changelog_compact_first_load())
+		(void) scd2_changelog_write_first_load(cfg, st->log_prepared, m->inserted);
+	else
+		scd2_load_record_change_log(st, scd2_changelog_sql_first_load(cfg), false);
 
 	if (store != NULL)
 	{

@@ -29,6 +29,9 @@ typedef struct Run
 	char	   *current_valid_to;	/* the registration's, as text */
 	char	   *dropped_at;		/* when its dimension was dropped (0.4), or NULL */
 	bool		old_type1_text; /* old_type1 holds text forms (0.4), else jsonb values */
+	int64		first_load_rows;	/* a first load logged compactly (0.4): the rows it
+									 * inserted, every row of the dimension right after it;
+									 * -1: its rows are in scd2.change_log */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */
@@ -63,6 +66,12 @@ extern char *scd2_revert_later_runs(const Run *run);
 extern void scd2_revert_require_fresh(const Run *run, const char *dim_name);
 extern char *scd2_revert_registration(const Run *run, const char *dim_name);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
+
+/* changelog_compact.c */
+extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
+										 const Scd2LoggedColumn *keys, int nkeys,
+										 const Scd2LoggedColumn *book, const Scd2LoggedColumn *sk,
+										 int nsk);
 
 /* fn_revert.c: one run's undo, for scd2.rewind */
 extern void scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted,

@@ -45,7 +45,9 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 		"       r.type1_columns, r.logged, r.pruned_at, r.reverted_by, r.current_valid_to,"
 		"       pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'dimension_dropped_at',"
 		/* old_type1_text: 0.4 on (an extension still at 0.3 has no such column) */
-		"       COALESCE(CAST(pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'old_type1_text' AS pg_catalog.bool), false)"
+		"       COALESCE(CAST(pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'old_type1_text' AS pg_catalog.bool), false),"
+		/* first_load_rows: 0.4 on */
+		"       COALESCE(CAST(pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'first_load_rows' AS pg_catalog.int8), -1)"
 		"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r"
 		"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 		" WHERE a.run_id OPERATOR(pg_catalog.=) $1",
@@ -59,6 +61,7 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 	desc = SPI_tuptable->tupdesc;
 	memset(run, 0, sizeof(*run));
 	run->run_id = run_id;
+	run->first_load_rows = -1;
 	run->status = SPI_getvalue(tup, desc, 1);
 	run->dim_text = SPI_getvalue(tup, desc, 2);
 	run->stg_text = SPI_getvalue(tup, desc, 3);
@@ -81,6 +84,7 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 	run->current_valid_to = SPI_getvalue(tup, desc, 15);
 	run->dropped_at = SPI_getvalue(tup, desc, 16);
 	run->old_type1_text = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull));
+	run->first_load_rows = DatumGetInt64(SPI_getbinval(tup, desc, 18, &isnull));
 }
 
 /*

@@ -268,6 +268,11 @@ extern bool scd2_changelog_prepare(bool dry_run);
 extern char *scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written);
 extern char *scd2_changelog_sql_first_load(const Scd2Config *cfg);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared);
+extern void scd2_changelog_work_table(Oid role);
+extern void scd2_changelog_copy_work_rows(int64 run_id);
+extern bool scd2_changelog_compact_first_load(void);
+extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inserted);
+extern char *scd2_changelog_key_json_sql(const Scd2LoggedColumn *keys, int nkeys, const char *alias);
 extern char *scd2_changelog_encode_sql(Oid typid, const char *expr);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
