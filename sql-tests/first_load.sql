@@ -104,21 +104,21 @@ SELECT (SELECT row(status, source_rows, inserted, new_versions, closed, deleted,
      = (SELECT row(status, source_rows, inserted, new_versions, closed, deleted, shortened,
                    type1_updated, unchanged, duplicates, effective_at)
           FROM scd2.audit_log WHERE dimension = 'first.twin' ORDER BY run_id DESC LIMIT 1) AS same_audit;
--- same change log (but for the run id), and the same feed read back from it
+-- the change log: the first load's is its header alone (first_load_rows,
+-- every row the dimension has), the twin's one row per version; the same
+-- feed read back from either, in the same order
 SELECT (SELECT run_id FROM scd2.audit_log WHERE dimension = 'first.dim' ORDER BY run_id DESC LIMIT 1) AS run_dim,
        (SELECT run_id FROM scd2.audit_log WHERE dimension = 'first.twin' ORDER BY run_id DESC LIMIT 1) AS run_twin \gset
-SELECT count(*) AS log_rows FROM scd2.change_log WHERE run_id = :run_dim;
-(SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to, old_valid_to, old_is_current, old_type1
-   FROM scd2.change_log WHERE run_id = :run_dim
- EXCEPT ALL
- SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to, old_valid_to, old_is_current, old_type1
-   FROM scd2.change_log WHERE run_id = :run_twin)
-UNION ALL
-(SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to, old_valid_to, old_is_current, old_type1
-   FROM scd2.change_log WHERE run_id = :run_twin
- EXCEPT ALL
- SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to, old_valid_to, old_is_current, old_type1
-   FROM scd2.change_log WHERE run_id = :run_dim);
+SELECT (SELECT count(*) FROM scd2.change_log WHERE run_id = :run_dim) AS log_rows,
+       (SELECT first_load_rows FROM scd2.change_log_runs WHERE run_id = :run_dim) AS first_load_rows,
+       (SELECT count(*) FROM scd2.change_log WHERE run_id = :run_twin) AS twin_log_rows,
+       (SELECT first_load_rows FROM scd2.change_log_runs WHERE run_id = :run_twin) AS twin_first_load_rows;
+SELECT count(*) AS changes_differences
+  FROM scd2.changes(:run_dim) WITH ORDINALITY a
+  FULL JOIN scd2.changes(:run_twin) WITH ORDINALITY b
+    ON a.ordinality = b.ordinality AND a.action = b.action AND a.business_key = b.business_key
+   AND a.valid_from = b.valid_from AND a.valid_to IS NOT DISTINCT FROM b.valid_to
+ WHERE a.ordinality IS NULL OR b.ordinality IS NULL;
 SELECT (SELECT count(*) FROM scd2.changes(:run_dim)) AS changes_rows,
        (SELECT count(*) FROM (SELECT * FROM scd2.changes(:run_dim) EXCEPT SELECT * FROM feed) x) AS changes_not_in_feed;
 
@@ -221,18 +221,30 @@ SELECT count(*) AS feed_differences FROM (
     ON a.n = b.n AND a.action = b.action AND a.surrogate_key IS NULL AND b.surrogate_key IS NULL
    AND a.business_key = b.business_key AND a.valid_from = b.valid_from AND a.valid_to = b.valid_to
  WHERE a.n IS NULL OR b.n IS NULL;
+SELECT (SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'first.inf') AS run_inf,
+       (SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'first.inf_twin') AS run_inf_twin \gset
+SELECT count(*) AS changes_differences
+  FROM scd2.changes(:run_inf) WITH ORDINALITY a
+  FULL JOIN scd2.changes(:run_inf_twin) WITH ORDINALITY b
+    ON a.ordinality = b.ordinality AND a.action = b.action AND a.surrogate_key IS NULL AND b.surrogate_key IS NULL
+   AND a.business_key = b.business_key AND a.valid_from = b.valid_from AND a.valid_to = b.valid_to
+ WHERE a.ordinality IS NULL OR b.ordinality IS NULL;
+-- reverted, the first load's change log holds the twin's rows
+SELECT scd2.revert(:run_inf) > 0 AS reverted_inf, scd2.revert(:run_inf_twin) > 0 AS reverted_twin;
+SELECT (SELECT first_load_rows FROM scd2.change_log_runs WHERE run_id = :run_inf) AS first_load_rows,
+       (SELECT count(*) FROM inf) AS inf_rows;
 SELECT count(*) AS log_differences FROM (
   (SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to FROM scd2.change_log
-    WHERE run_id = (SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'first.inf')
+    WHERE run_id = :run_inf
    EXCEPT ALL
    SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to FROM scd2.change_log
-    WHERE run_id = (SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'first.inf_twin'))
+    WHERE run_id = :run_inf_twin)
   UNION ALL
   (SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to FROM scd2.change_log
-    WHERE run_id = (SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'first.inf_twin')
+    WHERE run_id = :run_inf_twin
    EXCEPT ALL
    SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to FROM scd2.change_log
-    WHERE run_id = (SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'first.inf'))) d;
+    WHERE run_id = :run_inf)) d;
 
 SET client_min_messages = warning;
 DROP SCHEMA first CASCADE;
