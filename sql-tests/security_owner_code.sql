@@ -80,8 +80,11 @@ CREATE TABLE mart.stg1 (code mart.code, city text);
 SELECT scd2.create_dimension('mart.dim1', 'mart.stg1', ARRAY['code']);
 INSERT INTO mart.stg1 VALUES ('a', 'Oslo'), ('b', 'Rome');
 RESET ROLE;
--- the first load (one INSERT, change log from the dimension)
+-- the first load (one INSERT; its change log is its header alone, so no
+-- key is cast to json), then its feed, read from the dimension as the owner
 CALL scd2.apply('mart.stg1', 'mart.dim1', '2024-01-01');
+SELECT * FROM public.probes();
+SELECT action, business_key FROM scd2.changes((SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'mart.dim1')) ORDER BY 2, 1;
 SELECT * FROM public.probes();
 -- the MERGE path
 UPDATE mart.stg1 SET city = 'Milan' WHERE code = 'b';
