@@ -49,6 +49,15 @@ refuse(const Run *run, const char *dim_name, const char *detail)
 					   (long long) run->run_id, detail)));
 }
 
+/* Column col (a boolean) of SPI's row. */
+static bool
+flag(uint64 row, int col)
+{
+	bool		isnull;
+
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull));
+}
+
 /*
  * The later successful loads of the dimension, each one checked (see the
  * file's comment); returns their ids (int8[]).
@@ -62,10 +71,8 @@ later_loads(const Run *run, const char *dim_name)
 	int			n = 0;
 
 	scd2_exec_catalog(
-		"SELECT r.run_id, r.logged, r.pruned_at IS NOT NULL,"
-		"       (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->>) 'first_load_rows') IS NOT NULL,"
-		"       EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) r.run_id"
-		"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[]))"
+		"SELECT r.run_id, r.logged, r.pruned_at IS NOT NULL, " SCD2_RUN_COMPACT_SQL("r") ", "
+		SCD2_RUN_MOVED_SQL("r.run_id")
 		"  FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 		" WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass"
 		"   AND r.run_id OPERATOR(pg_catalog.>) $1 AND a.status OPERATOR(pg_catalog.=) 'success'"
@@ -75,17 +82,14 @@ later_loads(const Run *run, const char *dim_name)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		int64		id = scd2_spi_int8(i, 1);
-		bool		isnull;
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
 
-		if (!DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull)))
+		if (!flag(i, 2))
 			refuse(run, dim_name, psprintf("Run %lld, loaded later with scd2.change_log = off, logged none of the rows it inserted.", (long long) id));
-		if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)))
+		if (flag(i, 3))
 			refuse(run, dim_name, psprintf("The change log of run %lld, loaded later, was pruned.", (long long) id));
-		if (DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
+		if (flag(i, 4))
 			refuse(run, dim_name, psprintf("Run %lld, loaded later, was a first load too: the dimension was emptied outside scd2 in between.", (long long) id));
-		if (DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull)))
+		if (flag(i, 5))
 			refuse(run, dim_name, psprintf("Run %lld, loaded later, extended or removed versions (an order-free load).", (long long) id));
 		ids[n++] = Int64GetDatum(id);
 	}
