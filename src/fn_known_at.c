@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "revert.h"			/* SCD2_RUN_COMPACT_SQL, SCD2_RUN_MOVED_SQL */
+#include "revert.h"			/* SCD2_RUN_COMPACT_SQL */
 
 PG_FUNCTION_INFO_V1(scd2_known_at_undo);
 
@@ -69,7 +69,9 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at, bool *whol
 	scd2_exec_catalog(
 			"SELECT a.run_id, a.status, r.run_id IS NOT NULL, COALESCE(r.logged, false),"
 			"       r.pruned_at IS NOT NULL, a.finished_at OPERATOR(pg_catalog.>) $3,"
-			"       " SCD2_RUN_MOVED_SQL("a.run_id") ", " SCD2_RUN_COMPACT_SQL("r")
+			"       EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) a.run_id"
+			"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[])),"
+			"       " SCD2_RUN_COMPACT_SQL("r")
 			"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 			"  LEFT JOIN scd2.audit_log v ON v.run_id OPERATOR(pg_catalog.=) r.reverted_by"
 			" WHERE (r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"

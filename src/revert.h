@@ -68,16 +68,11 @@ extern char *scd2_revert_registration(const Run *run, const char *dim_name);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
 
 /*
- * SQL fragments about a run r of scd2.change_log_runs: whether it is a
- * first load logged by its header alone (first_load_rows, 0.4 on: read
- * through to_jsonb), and whether it extended or removed versions (an
- * order-free load: valid_from moved, versions deleted).
+ * SQL: whether run r of scd2.change_log_runs is a first load logged by its
+ * header alone (first_load_rows, 0.4 on: read through to_jsonb).
  */
 #define SCD2_RUN_COMPACT_SQL(r) \
 	"(pg_catalog.to_jsonb(" r ") OPERATOR(pg_catalog.->>) 'first_load_rows') IS NOT NULL"
-#define SCD2_RUN_MOVED_SQL(run_id) \
-	"EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) " run_id \
-	"          AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[]))"
 
 /* changelog_compact.c */
 extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
