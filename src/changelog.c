@@ -25,8 +25,8 @@
  * (scd2_changelog_work_table, scd2_changelog_copy_work_rows) and clears
  * the mark; scd2.changes reads the rows from the dimension as long as the
  * run stands (changelog_compact.c).  Measured (bench/RESULTS.md): one log
- * row per version made a first load of 1M rows 1.7 times as slow as the
- * same load without its change log.
+ * row per version made a first load of 1M rows 1.4-1.9 times as slow as
+ * the same load without its change log.
  *
  * The run id is reserved from the audit log's sequence before the MERGE
  * and handed to the audit row of the same load
