@@ -26,7 +26,10 @@
  *
  * All of it runs as the dimension's owner through the load's statement
  * runner (load.c); the memory is read and written by the extension owner
- * (arrival_memory.c) through work tables it owns.
+ * (arrival_memory.c) through work tables it owns.  On Citus the same
+ * statements read the load's local images of the staging rows and of the
+ * staged keys' versions (cfg->stg_sql / dim_sql, load_citus.c), and the
+ * memory is a table of the coordinator.
  */
 #include "scd2.h"
 

@@ -22,7 +22,10 @@
  *   wrote on more than one node.  A distributed dimension is updated FROM
  *   the change table, which Citus ships to the workers; a reference
  *   dimension refuses a local table in UPDATE ... FROM, so its closes come
- *   as arrays (one parameter per column, unnest).  The processed counts
+ *   as arrays (one parameter per column, unnest).  An order-free load
+ *   (load_arrival.c) first deletes the versions it supersedes ('remove'
+ *   copies, the same two ways) and its UPDATE also sets valid_from (an
+ *   'extend' copy moves it earlier).  The processed counts
  *   must add up to the classified writes, as the MERGE's must.
  *
  * Shapes: a dimension distributed by hash on one of its business key
