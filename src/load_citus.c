@@ -234,6 +234,16 @@ append_close_cols(StringInfo buf, const Scd2Config *cfg, const char *agg)
 #define CLOSE_COPIES	"s.`_tvf IS NOT NULL AND s.`_action <> " WT_ACT_REMOVE
 #define REMOVE_COPIES	"s.`_tvf IS NOT NULL AND s.`_action = " WT_ACT_REMOVE
 
+/* "[cond AND] the key and valid_from of t are the update copy's target" */
+static void
+append_target(StringInfo buf, const Scd2Config *cfg, const char *cond)
+{
+	if (cond != NULL)
+		appendStringInfo(buf, "%s AND ", X(cond));
+	scd2_append_key_join(buf, cfg, "t", "s");
+	appendStringInfo(buf, X(" AND t.%s %s s.`_tvf"), cfg->vf.ident, cfg->vf.eqop_sql);
+}
+
 /*
  * UPDATE <dimension> t SET <as the MERGE's> FROM <source, alias s>
  * WHERE [cond AND] the key and valid_from of t are the update copy's
@@ -249,10 +259,7 @@ sql_close(const LoadState *st, const char *source, const char *cond)
 	appendStringInfo(&buf, "UPDATE %s t SET ", st->dim_table_sql);
 	scd2_append_update_set(&buf, cfg);
 	appendStringInfo(&buf, " FROM %s WHERE ", source);
-	if (cond != NULL)
-		appendStringInfo(&buf, "%s AND ", X(cond));
-	scd2_append_key_join(&buf, cfg, "t", "s");
-	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf"), cfg->vf.ident, cfg->vf.eqop_sql);
+	append_target(&buf, cfg, cond);
 	return buf.data;
 }
 
@@ -260,15 +267,11 @@ sql_close(const LoadState *st, const char *source, const char *cond)
 static char *
 sql_remove(const LoadState *st, const char *source, const char *cond)
 {
-	const Scd2Config *cfg = st->cfg;
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "DELETE FROM %s t USING %s WHERE ", st->dim_table_sql, source);
-	if (cond != NULL)
-		appendStringInfo(&buf, "%s AND ", X(cond));
-	scd2_append_key_join(&buf, cfg, "t", "s");
-	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf"), cfg->vf.ident, cfg->vf.eqop_sql);
+	append_target(&buf, st->cfg, cond);
 	return buf.data;
 }
 
