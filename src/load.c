@@ -240,6 +240,8 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 			fed = scd2_citus_write(st, total_changes, req->want_feed);
 		if (!req->dry_run)
 			scd2_load_record_change_log(st, scd2_changelog_sql(cfg, CHG_TABLE, DIM_IMAGE), true);
+		if (cfg->order_free)
+			scd2_arrival_finish(st, req->dry_run);
 	}
 	else
 	{

@@ -26,7 +26,10 @@
  *
  * All of it runs as the dimension's owner through the load's statement
  * runner (load.c); the memory is read and written by the extension owner
- * (arrival_memory.c) through work tables it owns.
+ * (arrival_memory.c) through work tables it owns.  On Citus the same
+ * statements read the load's local images of the staging rows and of the
+ * staged keys' versions (cfg->stg_sql / dim_sql, load_citus.c), and the
+ * memory is a table of the coordinator.
  */
 #include "scd2.h"
 
@@ -35,7 +38,6 @@
 #include "utils/builtins.h"
 
 #include "arrival.h"
-#include "citus.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -378,16 +380,6 @@ sql_counts(const Scd2Config *cfg)
 			 "   AND (t.`_keep OR (t.`_hadver AND NOT t.`_present)))");
 }
 
-static void
-refuse_citus(const Scd2Config *cfg)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("order-free dimension %s cannot be loaded on Citus", cfg->dim_name),
-			 errdetail("An order-free load may move a version's valid_from and remove superseded versions; the Citus write path (closes and inserts) does neither yet."),
-			 errhint("Register the dimension without order_free to load it on Citus.")));
-}
-
 /*
  * Step 4 of an order-free load: every staged key recomputed (see the top
  * of the file) into the change table; *cc gets the counts the metrics
@@ -398,8 +390,6 @@ scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc)
 {
 	const Scd2Config *cfg = st->cfg;
 
-	if (st->citus != SCD2_CITUS_NONE)
-		refuse_citus(cfg);
 	if (cfg->snapshot)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -22,7 +22,10 @@
  *   wrote on more than one node.  A distributed dimension is updated FROM
  *   the change table, which Citus ships to the workers; a reference
  *   dimension refuses a local table in UPDATE ... FROM, so its closes come
- *   as arrays (one parameter per column, unnest).  The processed counts
+ *   as arrays (one parameter per column, unnest).  An order-free load
+ *   (load_arrival.c) first deletes the versions it supersedes ('remove'
+ *   copies, the same two ways) and its UPDATE also sets valid_from (an
+ *   'extend' copy moves it earlier).  The processed counts
  *   must add up to the classified writes, as the MERGE's must.
  *
  * Shapes: a dimension distributed by hash on one of its business key
@@ -204,8 +207,9 @@ append_close_col(StringInfo buf, const char *agg, const char *col, bool first)
 }
 
 /*
- * The closes' columns as the UPDATE reads them: keys, _tvf, _vt, _cur,
- * _set_y, Type 1 (each wrapped in agg when given).
+ * The update copies' columns as the UPDATE and DELETE read them: keys,
+ * _tvf, _vt, _cur, _set_y, Type 1, and for an order-free load _vf (each
+ * wrapped in agg when given).
  */
 static void
 append_close_cols(StringInfo buf, const Scd2Config *cfg, const char *agg)
@@ -218,6 +222,26 @@ append_close_cols(StringInfo buf, const Scd2Config *cfg, const char *agg)
 	append_close_col(buf, agg, X("`_set_y"), false);
 	for (int i = 0; i < cfg->ntype1; i++)
 		append_close_col(buf, agg, cfg->type1[i].ident, false);
+	if (cfg->order_free)
+		append_close_col(buf, agg, X("`_vf"), false);
+}
+
+/*
+ * The update copies the UPDATE writes (closes, shortenings, Type 1 and,
+ * order-free, extensions), and those the DELETE writes (an order-free
+ * load's superseded versions, load_arrival.c), as conditions on alias s.
+ */
+#define CLOSE_COPIES	"s.`_tvf IS NOT NULL AND s.`_action <> " WT_ACT_REMOVE
+#define REMOVE_COPIES	"s.`_tvf IS NOT NULL AND s.`_action = " WT_ACT_REMOVE
+
+/* "[cond AND] the key and valid_from of t are the update copy's target" */
+static void
+append_target(StringInfo buf, const Scd2Config *cfg, const char *cond)
+{
+	if (cond != NULL)
+		appendStringInfo(buf, "%s AND ", X(cond));
+	scd2_append_key_join(buf, cfg, "t", "s");
+	appendStringInfo(buf, X(" AND t.%s %s s.`_tvf"), cfg->vf.ident, cfg->vf.eqop_sql);
 }
 
 /*
@@ -235,20 +259,42 @@ sql_close(const LoadState *st, const char *source, const char *cond)
 	appendStringInfo(&buf, "UPDATE %s t SET ", st->dim_table_sql);
 	scd2_append_update_set(&buf, cfg);
 	appendStringInfo(&buf, " FROM %s WHERE ", source);
-	if (cond != NULL)
-		appendStringInfo(&buf, "%s AND ", cond);
-	scd2_append_key_join(&buf, cfg, "t", "s");
-	appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf"), cfg->vf.ident, cfg->vf.eqop_sql);
+	append_target(&buf, cfg, cond);
 	return buf.data;
 }
 
+/* DELETE FROM <dimension> t USING <source, alias s> WHERE [cond AND] <target>. */
+static char *
+sql_remove(const LoadState *st, const char *source, const char *cond)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "DELETE FROM %s t USING %s WHERE ", st->dim_table_sql, source);
+	append_target(&buf, st->cfg, cond);
+	return buf.data;
+}
+
+/* How one kind of update copy is written: its statement, copies, result. */
+typedef struct CitusWriteStep
+{
+	char	   *(*build) (const LoadState *st, const char *source, const char *cond);
+	const char *copies;			/* CLOSE_COPIES, REMOVE_COPIES */
+	int			expected;		/* SPI_OK_UPDATE, SPI_OK_DELETE */
+	const char *what;
+} CitusWriteStep;
+
+static const CitusWriteStep close_step = {sql_close, CLOSE_COPIES, SPI_OK_UPDATE, "closing versions"};
+static const CitusWriteStep remove_step = {sql_remove, REMOVE_COPIES, SPI_OK_DELETE,
+"removing superseded versions"};
+
 /*
- * The closes of a reference dimension: the update copies as one array per
- * column (parameters $2...), which the UPDATE joins as ROWS FROM their
- * unnests.  Returns the rows it updated.
+ * The update copies of one step on a reference dimension: as one array
+ * per column (parameters $2...), which the statement joins as ROWS FROM
+ * their unnests.  Returns the rows it wrote.
  */
 static int64
-close_from_arrays(LoadState *st)
+write_from_arrays(LoadState *st, const CitusWriteStep *step)
 {
 	const Scd2Config *cfg = st->cfg;
 	StringInfoData sql;
@@ -260,8 +306,8 @@ close_from_arrays(LoadState *st)
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT pg_catalog.count(*), ");
 	append_close_cols(&sql, cfg, "pg_catalog.array_agg");
-	appendStringInfo(&sql, X(" FROM %s s WHERE s.`_tvf IS NOT NULL"), CHG_TABLE);
-	scd2_load_exec(st, sql.data, SPI_OK_SELECT, "collecting the closes");
+	appendStringInfo(&sql, " FROM %s s WHERE %s", CHG_TABLE, X(step->copies));
+	scd2_load_exec(st, sql.data, SPI_OK_SELECT, "collecting the update copies");
 	if (scd2_spi_int8(0, 1) == 0)
 		return 0;
 
@@ -282,8 +328,23 @@ close_from_arrays(LoadState *st)
 	appendStringInfoString(&source, ") AS s(");
 	append_close_cols(&source, cfg, NULL);
 	appendStringInfoString(&source, ")");
-	scd2_load_exec_args(st, sql_close(st, source.data, NULL), n, types, args, SPI_OK_UPDATE,
-						"closing versions");
+	scd2_load_exec_args(st, step->build(st, source.data, NULL), n, types, args, step->expected,
+						step->what);
+	return (int64) SPI_processed;
+}
+
+/*
+ * One step's update copies: a distributed dimension is written FROM the
+ * change table (which Citus ships to the workers), a reference one from
+ * arrays.  Returns the rows it wrote.
+ */
+static int64
+write_step(LoadState *st, const CitusWriteStep *step)
+{
+	if (st->citus == SCD2_CITUS_REFERENCE)
+		return write_from_arrays(st, step);
+	scd2_load_exec(st, step->build(st, psprintf("%s s", CHG_TABLE), step->copies), step->expected,
+				   step->what);
 	return (int64) SPI_processed;
 }
 
@@ -301,14 +362,13 @@ scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed)
 	StringInfoData sql;
 	int64		written;
 
-	if (st->citus == SCD2_CITUS_REFERENCE)
-		written = close_from_arrays(st);
-	else
-	{
-		scd2_load_exec(st, sql_close(st, psprintf("%s s", CHG_TABLE), X("s.`_tvf IS NOT NULL")),
-					   SPI_OK_UPDATE, "closing versions");
-		written = (int64) SPI_processed;
-	}
+	/*
+	 * An order-free load's superseded versions go first, so that no
+	 * version it moves or opens meets one in the unique indexes (as in the
+	 * MERGE, load_write.c).
+	 */
+	written = cfg->order_free ? write_step(st, &remove_step) : 0;
+	written += write_step(st, &close_step);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s ", st->dim_table_sql);

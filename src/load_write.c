@@ -79,8 +79,8 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg)
 						 cfg->dim_sql, chg, chg, chg);
 		scd2_append_key_join(&buf, cfg, "t", "s");
 		appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED AND s.`_action = " WT_ACT_REMOVE
-								 " THEN DELETE WHEN MATCHED THEN UPDATE SET %s = s.`_vf, "),
-						 cfg->vf.ident, cfg->vf.eqop_sql, cfg->vf.ident);
+								 " THEN DELETE WHEN MATCHED THEN UPDATE SET "),
+						 cfg->vf.ident, cfg->vf.eqop_sql);
 	}
 	else
 	{

@@ -277,12 +277,17 @@ scd2_keys_cheap_prefix(const Scd2Config *cfg)
 
 /*
  * What an update copy (alias s) writes into its target row (alias t):
- * "valid_to = ..., is_current = ..., type1 = ..." -- the MERGE's UPDATE
- * (load_write.c) and the closes of the write step on Citus (load_citus.c).
+ * "[valid_from = ..., ]valid_to = ..., is_current = ..., type1 = ..." --
+ * the MERGE's UPDATE (load_write.c) and the closes of the write step on
+ * Citus (load_citus.c).  An order-free load (load_arrival.c) may move a
+ * version's valid_from earlier ('extend'): its updates set it too (the
+ * target is still matched on its old valid_from, `_tvf).
  */
 void
 scd2_append_update_set(StringInfo buf, const Scd2Config *cfg)
 {
+	if (cfg->order_free)
+		appendStringInfo(buf, X("%s = s.`_vf, "), cfg->vf.ident);
 	appendStringInfo(buf, "%s = %s", cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
 	if (cfg->is_current)
 		appendStringInfo(buf, X(", %s = s.`_cur"), cfg->is_current);

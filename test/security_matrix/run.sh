@@ -39,6 +39,12 @@ export PATH="$PG_BIN:$PATH"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+# The order-free cells' prep: STG gets an effective column that every
+# insert and update sets (so no two states of a key share an instant), all
+# of its rows a new instant, and @RESHAPE@ (STG_RESHAPE) before the
+# registration reads the staging table's shape.
+ORDER_FREE_PREP="ALTER TABLE STG ADD COLUMN IF NOT EXISTS eff timestamptz DEFAULT clock_timestamp(); CREATE OR REPLACE FUNCTION m.eff_now() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN NEW.eff := clock_timestamp(); RETURN NEW; END \$\$; CREATE OR REPLACE TRIGGER eff_now BEFORE UPDATE ON STG FOR EACH ROW EXECUTE FUNCTION m.eff_now(); UPDATE STG SET eff = clock_timestamp(); @RESHAPE@ SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg', effective_column => 'eff', on_schema_change => 'ignore', order_free => true);"
+
 # name|statement|runs as the caller (1) or as the dimension's owner (0)
 #   [|what the dimension's owner does to the staging table (STG) before the
 #   cell, NN the cell's number]
@@ -61,6 +67,13 @@ ENTRY_POINTS=(
     # on_schema_change (issue 28): the load adds the staging table's new
     # column to the dimension (ALTER TABLE as the owner, restricted)
     "apply_new_column|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = 'm.dim'::regclass AND attname = 'added_NN') = 1 AS post \\gset@@\\endif|0|ALTER TABLE STG ADD COLUMN added_NN int DEFAULT NN;"
+    # order_free (issue 24): the load recomputes the staged keys and
+    # remembers the no-op observation of key 2 in scd2.arrival_memory (the
+    # prep, as the owner: an effective column, set anew on every staging
+    # row, and the dimension registered order-free; after apply_new_column,
+    # which order_free's on_schema_change refuses)
+    "apply_order_free|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT public.mx_remembered() AS post \\gset@@\\endif|0|$ORDER_FREE_PREP"
+    "merge_order_free|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT public.mx_remembered() AS post \\gset@@\\endif|0|$ORDER_FREE_PREP"
 )
 OWNER_ONLY=" register prune_change_log prune_arrival_memory "
 
@@ -74,8 +87,9 @@ OWNER_ONLY=" register prune_change_log prune_arrival_memory "
 # rows and a snapshot column), must be a view over m.stg (else it is a plain
 # table).
 KINDS=(trigger default check domain_check cast operator index_expression policy staging_view generated)
-# apply_new_column stays last: it adds columns to m.stg that m.snaps lacks
-LOADS="apply merge apply_all dbt_apply apply_snapshots apply_new_column"
+# apply_new_column stays last but for the order-free loads: it adds columns
+# to m.stg that m.snaps lacks
+LOADS="apply merge apply_all dbt_apply apply_snapshots apply_new_column apply_order_free merge_order_free"
 # (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
 read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
 
@@ -269,7 +283,14 @@ CREATE FUNCTION public.mx_state() RETURNS text LANGUAGE sql AS \$\$
         || ' ' || (SELECT coalesce(md5(string_agg(c::text, ',' ORDER BY c::text)), '-') FROM scd2.change_log c)
         || ' ' || (SELECT coalesce(md5(string_agg(a::text, ',' ORDER BY a.run_id)), '-') FROM scd2.audit_log a
                     WHERE a.status <> 'error')
+        || ' ' || (SELECT coalesce(md5(string_agg(r::text, ',' ORDER BY r::text)), '-') FROM scd2.arrival_memory r)
 \$\$;
+-- the order-free cells' post-check: the newest load of m.dim remembered
+-- something (scd2.arrival_memory is not readable by the callers)
+CREATE FUNCTION public.mx_remembered() RETURNS boolean LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog AS
+    \$\$ SELECT EXISTS (SELECT FROM scd2.arrival_memory r WHERE r.dimension = 'm.dim'::regclass AND r.dropped_by IS NULL
+                          AND r.run_id = (SELECT max(a.run_id) FROM scd2.audit_log a
+                                           WHERE a.dimension = 'm.dim' AND a.status = 'success')) \$\$;
 CREATE FUNCTION public.mx_errors() RETURNS bigint LANGUAGE sql AS
     \$\$ SELECT count(*) FROM scd2.audit_log WHERE status = 'error' \$\$;
 CREATE FUNCTION public.mx_verdict(failed boolean, msg text, before text, errors_before bigint,
@@ -349,7 +370,11 @@ SQL
                 # last, gives m.stg columns m.snaps lacks)
                 [ "$entry" = apply_snapshots ] && echo "$snaps_fill"
                 if [ -n "$prep" ]; then
-                    prep_k=${prep//STG/$STG_TABLE}; printf '%s\n' "${prep_k//NN/$n}" "${STG_RESHAPE:-}"
+                    prep_k=${prep//STG/$STG_TABLE}; prep_k=${prep_k//NN/$n}
+                    case $prep_k in
+                        *@RESHAPE@*) printf '%s\n' "${prep_k//@RESHAPE@/${STG_RESHAPE:-}}" ;;
+                        *) printf '%s\n' "$prep_k" "${STG_RESHAPE:-}" ;;
+                    esac
                 fi
                 [ "$caller" = limited ] && echo "ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY;"
                 echo "RESET ROLE;"
