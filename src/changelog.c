@@ -65,6 +65,8 @@
 #include "sqlbuild.h"		/* X(): the change table's internal column names */
 #include "worktable.h"		/* WT_ACT_INSERT */
 
+static void copy_work_rows(int64 run_id, bool keep);
+
 /*
  * The run id reserved by the load running now, claimed by its audit row.
  * It is only handed over inside the (sub)transaction that reserved it and
@@ -464,6 +466,17 @@ scd2_changelog_sql_first_load(const Scd2Config *cfg)
 void
 scd2_changelog_copy_work_rows(int64 run_id)
 {
+	copy_work_rows(run_id, false);
+}
+
+/*
+ * keep: the work table stays, emptied, for the surrogate keys an
+ * order-free load logs after its write (scd2_changelog_sql_inserted_keys;
+ * the load runs restricted by then, when no temporary table can be made).
+ */
+static void
+copy_work_rows(int64 run_id, bool keep)
+{
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
 
@@ -477,8 +490,8 @@ scd2_changelog_copy_work_rows(int64 run_id)
 							   " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1%s FROM ONLY " LOG_TABLE " l",
 							   rows ? ", old_row" : "", rows ? ", l.old_row" : ""),
 					  1, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
-	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
-					  "dropping the change log's work table");
+	scd2_exec_catalog(keep ? "DELETE FROM ONLY " LOG_TABLE : "DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false,
+					  keep ? SPI_OK_DELETE : SPI_OK_UTILITY, "dropping the change log's work table");
 }
 
 /*
@@ -497,7 +510,7 @@ scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 
 	run_id = write_run_header(cfg, text_before_images(), -1);
 	if (prepared)
-		scd2_changelog_copy_work_rows(run_id);
+		copy_work_rows(run_id, cfg->order_free && cfg->sk != NULL);
 	hand_over_run_id(cfg, run_id);
 	return run_id;
 }
@@ -567,4 +580,56 @@ scd2_changelog_reserved_run_id(void)
 	if (pending.run_id != 0 && TransactionIdEquals(pending.xid, GetCurrentTransactionIdIfAny()))
 		return pending.run_id;
 	return 0;
+}
+
+/*
+ * The surrogate keys of the versions an order-free load inserted
+ * (load.c, after its MERGE), into LOG_TABLE: computed by the load as the
+ * dimension's owner from the change table's insert copies and the
+ * dimension, by (key, valid_from) right after the write.  scd2.changes
+ * would otherwise look them up by (key, valid_from) when asked, which a
+ * later order-free load may have moved ('extend') or removed; kept now,
+ * they stay exact, as on Citus.
+ */
+char *
+scd2_changelog_sql_inserted_keys(const Scd2Config *cfg, const char *chg)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 X(LOG_INSERT
+					   " SELECT c.`_action, true, CAST(d.%s AS pg_catalog.int8), %s, %s,"
+					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool,"
+					   " NULL::pg_catalog.jsonb, NULL::pg_catalog.jsonb"
+					   " FROM %s c JOIN %s d ON "),
+					 cfg->sk, scd2_key_json_sql(cfg, "c"), encode_sql(cfg->vf.typid, X("c.`_vf")),
+					 chg, cfg->dim_sql);
+	scd2_append_key_join(&sql, cfg, "d", "c");
+	appendStringInfo(&sql, X(" AND d.%s %s c.`_vf WHERE c.`_tvf IS NULL"), cfg->vf.ident, cfg->vf.eqop_sql);
+	return sql.data;
+}
+
+/*
+ * Then, as the extension owner: those keys into the run's change-log rows
+ * of the inserted versions (matched by the key and valid_from the load
+ * logged for them), and the work table dropped.  Every inserted row must
+ * get its key.
+ */
+void
+scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 expected)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(scd2_changelog_reserved_run_id())};
+
+	scd2_exec_catalog("UPDATE scd2.change_log c SET surrogate_key = l.surrogate_key FROM ONLY " LOG_TABLE " l"
+					  " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"
+					  "   AND c.business_key OPERATOR(pg_catalog.=) l.business_key"
+					  "   AND c.valid_from OPERATOR(pg_catalog.=) l.valid_from",
+					  1, argtypes, values, NULL, false, SPI_OK_UPDATE, "writing the change log's surrogate keys");
+	if ((int64) SPI_processed != expected)
+		elog(ERROR, "scd2: the change log of a load of %s names %lld inserted versions, the dimension %lld",
+			 cfg->dim_name, (long long) expected, (long long) SPI_processed);
+	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
+					  "dropping the change log's work table");
 }

@@ -241,7 +241,11 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 		if (!req->dry_run)
 			scd2_load_record_change_log(st, scd2_changelog_sql(cfg, CHG_TABLE, DIM_IMAGE), true);
 		if (cfg->order_free)
+		{
 			scd2_arrival_finish(st, req->dry_run);
+			if (!req->dry_run)
+				scd2_load_record_inserted_keys(st, CHG_TABLE);
+		}
 	}
 	else
 	{
@@ -253,6 +257,9 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 		if (!req->dry_run && total_changes > 0)
 			fed = scd2_write_dimension(st, total_changes, req->want_feed ? res->feed : NULL,
 									   res->feed_desc);
+		/* surrogate keys a later order-free load's extend cannot move */
+		if (cfg->order_free && !req->dry_run)
+			scd2_load_record_inserted_keys(st, CHG_TABLE);
 	}
 	return fed;
 }

@@ -164,6 +164,31 @@ scd2_load_record_change_log(LoadState *st, const char *sql, bool probing)
 	(void) scd2_changelog_write(st->cfg, st->log_prepared);
 }
 
+/*
+ * After the write of an order-free load (load.c): the surrogate keys of
+ * the versions it inserted into its change log (changelog.c), computed as
+ * the dimension's owner like the rest of the log, copied by the extension
+ * owner, through the log's work table, which scd2_changelog_write kept
+ * for them.  Nothing when no change log is kept or there is no surrogate
+ * key.
+ */
+void
+scd2_load_record_inserted_keys(LoadState *st, const char *chg)
+{
+	int			nest;
+	int64		n;
+
+	if (!st->log_prepared || st->cfg->sk == NULL)
+		return;
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	scd2_load_exec_probing(st, -1, scd2_changelog_sql_inserted_keys(st->cfg, chg), SPI_OK_INSERT,
+						   "recording the inserted versions' surrogate keys");
+	n = (int64) SPI_processed;
+	AtEOXact_GUC(true, nest);
+	scd2_changelog_store_inserted_keys(st->cfg, n);
+}
+
 /* Copy the change feed rows SPI holds into the caller's tuplestore. */
 void
 scd2_store_feed(Tuplestorestate *store, TupleDesc desc)

@@ -171,11 +171,11 @@ ORDER BY p.dim;
 
 -- The change feeds: the same as the local dimension's with the same
 -- batching but for the surrogate keys, each with one; scd2.changes of
--- every run gives its feed again.  Its surrogate keys: on Citus the change
--- log keeps those of the inserted rows (read back after the write); on a
--- local dimension scd2.changes looks them up by (key, valid_from) in the
--- dimension as it is now, and does not find a version a later load
--- extended or removed (changes_sk_differ of local_sh: a known limit).
+-- every run gives its feed again, surrogate keys included
+-- (changes_sk_differ): an order-free load keeps the surrogate keys of the
+-- rows it inserted in its change log (on Citus read back after the write,
+-- locally right after the MERGE), so a later load's extend or removal of
+-- such a version does not lose its key.
 SELECT p.dim,
        (SELECT count(*) FROM feeds f WHERE f.dim = p.dim) AS feed_rows,
        (SELECT count(*) FROM (SELECT batch, action, business_key, valid_from, valid_to FROM feeds WHERE dim = p.dim
