@@ -315,6 +315,7 @@ use_extract(Scd2Config *cfg, const Scd2Extract *ext)
 	cfg->stg_name = psprintf("%s (%s)", cfg->stg_name, ext->label);
 	cfg->snapshot = ext->full;
 	cfg->del_col = pstrdup(ext->gone_col);
+	cfg->extract_marker = ext->gone_col;
 }
 
 static void

@@ -86,7 +86,12 @@ scd2_sql_bad_row(const Scd2Config *cfg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "SELECT pg_catalog.to_jsonb(s.*)::pg_catalog.text, CASE");
+	/* the row as the staging table has it: an extract's marker is ours */
+	if (cfg->extract_marker)
+		appendStringInfo(&buf, "SELECT (pg_catalog.to_jsonb(s.*) OPERATOR(pg_catalog.-) %s)::pg_catalog.text, CASE",
+						 quote_literal_cstr(cfg->extract_marker));
+	else
+		appendStringInfoString(&buf, "SELECT pg_catalog.to_jsonb(s.*)::pg_catalog.text, CASE");
 	for (int i = 0; i < cfg->nkeys; i++)
 		appendStringInfo(&buf, " WHEN s.%s IS NULL THEN %s", cfg->keys[i].ident,
 						 quote_literal_cstr(cfg->keys[i].name));

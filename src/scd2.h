@@ -83,6 +83,10 @@ typedef struct Scd2Config
 	char	   *eff_type_name;	/* its type, and valid_from's, for messages */
 	char	   *vf_type_name;
 	char	   *del_col;		/* quoted staging column, or NULL */
+	const char *extract_marker; /* scd2.apply_snapshots: del_col is its
+								 * extract's delete marker, this internal
+								 * column (unquoted), not a staging column;
+								 * NULL otherwise */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
 	bool		order_free;		/* register's order_free (load_arrival.c) */
 
