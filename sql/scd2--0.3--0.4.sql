@@ -687,6 +687,10 @@ CREATE TABLE scd2.arrival_memory (
 );
 CREATE INDEX arrival_memory_key_idx ON scd2.arrival_memory (dimension, business_key, effective)
     WHERE dropped_by IS NULL;
+-- whether anything remembered is as late as a load's earliest event (an
+-- in-order load then classifies its simple keys on the fast path), and prune
+CREATE INDEX arrival_memory_effective_idx ON scd2.arrival_memory (dimension, effective)
+    WHERE dropped_by IS NULL;
 CREATE INDEX arrival_memory_run_idx ON scd2.arrival_memory (run_id);
 CREATE INDEX arrival_memory_dropped_idx ON scd2.arrival_memory (dropped_by) WHERE dropped_by IS NOT NULL;
 COMMENT ON TABLE scd2.arrival_memory IS

@@ -9,6 +9,8 @@
 
 #include "scd2.h"
 
+#include "datatype/timestamp.h"
+
 /*
  * The memory's work tables, created and owned by the extension owner (as
  * the change log's LOG_TABLE is): the dimension's owner fills KEYS and
@@ -27,6 +29,7 @@
 
 /* arrival_memory.c (as the extension owner) */
 extern void scd2_arrival_memory_prepare(void);
+extern bool scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since);
 extern void scd2_arrival_memory_recall(Oid dim_oid);
 extern void scd2_arrival_memory_store(Oid dim_oid, int64 run_id);
 extern void scd2_arrival_memory_drop(void);

@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "arrival.h"
 
@@ -62,6 +63,30 @@ scd2_arrival_memory_prepare(void)
 					"granting the arrival work tables");
 	catalog_utility(psprintf("GRANT SELECT ON " ARR_RECALLED_TABLE " TO %s", role),
 					"granting the recalled events table");
+}
+
+/*
+ * Whether the dimension remembers an event effective at or after since
+ * (the load's earliest staged instant).  When it does not -- in-order
+ * events, every remembered one older than the batch -- no staged key has
+ * a remembered event its load must see, and the load's simple keys take
+ * the fast path (load_arrival.c).  One probe of arrival_memory_effective_idx.
+ */
+bool
+scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since)
+{
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), TimestampTzGetDatum(since)};
+	bool		isnull;
+	bool		ahead;
+
+	(void) scd2_exec_catalog("SELECT EXISTS (SELECT FROM scd2.arrival_memory m"
+							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
+							 "    AND m.effective OPERATOR(pg_catalog.>=) $2)",
+							 2, argtypes, values, NULL, false, SPI_OK_SELECT,
+							 "looking for remembered events after the staged ones");
+	ahead = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return ahead && !isnull;
 }
 
 /*

@@ -217,7 +217,7 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	/* 4. */
 	scd2_progress_phase(SCD2_PROGRESS_CLASSIFYING, 0, m->source_rows, -1, -1);
 	if (cfg->order_free)
-		scd2_arrival_classify(st, &cc);	/* load_arrival.c */
+		scd2_arrival_classify(st, several, &cc);	/* load_arrival.c */
 	else
 		scd2_classify(st, several, &cc);
 

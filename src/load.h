@@ -53,6 +53,7 @@ extern void scd2_check_conversions(LoadState *st);
 
 /* load_classify.c */
 extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
+extern int64 scd2_classify_simple_keys(LoadState *st, bool several);
 
 /* load_timeline.c */
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
@@ -63,7 +64,7 @@ extern List *scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc);
 extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
 extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
 /* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
-extern void scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc);
+extern void scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 extern void scd2_arrival_finish(LoadState *st, bool dry_run);
 
 /* load_citus.c */

@@ -24,6 +24,14 @@
  * it otherwise), the other versions inside it are superseded (action
  * 'remove'), a run without one is inserted.
  *
+ * That is the general way.  When the memory holds nothing as late as the
+ * earliest staged event (in-order events), a key with one staging row
+ * after every boundary of its history is classified on the fast path
+ * instead, as for any dimension (load_classify.c): its row closes or opens
+ * a version, or changes nothing and is remembered (a no-op observation, a
+ * delete of an absent key) -- exactly what the recompute would give it,
+ * at the default path's cost plus the memory's writes.
+ *
  * All of it runs as the dimension's owner through the load's statement
  * runner (load.c); the memory is read and written by the extension owner
  * (arrival_memory.c) through work tables it owns.  On Citus the same
@@ -88,6 +96,9 @@ partition_by(const Scd2Config *cfg, const char *alias)
 	return buf.data;
 }
 
+static char *remembered_select(const Scd2Config *cfg, const char *alias, const char *instant,
+							   const char *present);
+
 static const WorkTable wt_events = {EV_TABLE, events_cols, lengthof(events_cols), true};
 static const WorkTable wt_timeline = {TL_TABLE, timeline_cols, lengthof(timeline_cols), true};
 
@@ -104,9 +115,28 @@ append_payload_if(StringInfo buf, const Scd2Config *cfg, const char *alias, cons
 							 groups[g][i].ident);
 }
 
+/*
+ * The staging rows the recompute reads: all of them, or (subset) those of
+ * the keys the fast path left to it (KEYS_TABLE).
+ */
+static void
+append_staged(StringInfo buf, const Scd2Config *cfg, bool subset)
+{
+	if (!subset)
+	{
+		scd2_append_normalized_staging(buf, cfg);
+		return;
+	}
+	appendStringInfoString(buf, "(SELECT s9.* FROM ");
+	scd2_append_normalized_staging(buf, cfg);
+	appendStringInfoString(buf, " s9 WHERE EXISTS (SELECT 1 FROM " KEYS_TABLE " x WHERE ");
+	scd2_append_key_join(buf, cfg, "x", "s9");
+	appendStringInfoString(buf, "))");
+}
+
 /* The staged rows, a delete's values NULLed, exact duplicates collapsed. */
 static void
-append_staged_events(StringInfo buf, const Scd2Config *cfg)
+append_staged_events(StringInfo buf, const Scd2Config *cfg, bool subset)
 {
 	const Scd2Column *groups[3] = {cfg->keys, cfg->tracked, cfg->other};
 	int			counts[3] = {cfg->nkeys, cfg->ntracked, cfg->nother};
@@ -124,7 +154,7 @@ append_staged_events(StringInfo buf, const Scd2Config *cfg)
 	scd2_append_more_cols(buf, cfg->keys, cfg->nkeys, "s0.");
 	append_payload_if(buf, cfg, "s0", X("s0.`_present"));
 	appendStringInfoString(buf, " FROM ");
-	scd2_append_normalized_staging(buf, cfg);
+	append_staged(buf, cfg, subset);
 	appendStringInfoString(buf, " s0) s");
 }
 
@@ -151,7 +181,7 @@ append_remembered_events(StringInfo buf, const Scd2Config *cfg)
  * (km.`_m), and the version in force just before it.
  */
 static char *
-sql_events(const Scd2Config *cfg)
+sql_events(const Scd2Config *cfg, bool subset)
 {
 	StringInfoData buf;
 	char	   *sk = cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8";
@@ -166,7 +196,7 @@ sql_events(const Scd2Config *cfg)
 	appendStringInfoString(&buf, ") WITH km AS (SELECT ");
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfoString(&buf, X(", pg_catalog.min(s.`_t) AS `_m FROM "));
-	scd2_append_normalized_staging(&buf, cfg);
+	append_staged(&buf, cfg, subset);
 	appendStringInfoString(&buf, " s GROUP BY ");
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	appendStringInfo(&buf, X("), rel AS (SELECT d.*, km.`_m AS `_m, %s AS `_o FROM km JOIN %s d ON "),
@@ -193,7 +223,7 @@ sql_events(const Scd2Config *cfg)
 	appendStringInfoString(&buf, " UNION ALL ");
 	append_remembered_events(&buf, cfg);
 	appendStringInfoString(&buf, " UNION ALL ");
-	append_staged_events(&buf, cfg);
+	append_staged_events(&buf, cfg, subset);
 	return buf.data;
 }
 
@@ -325,14 +355,14 @@ sql_changes(const Scd2Config *cfg)
 
 /* The staged keys and their earliest instants, for the memory's reads. */
 static char *
-sql_keys(const Scd2Config *cfg)
+sql_keys(const Scd2Config *cfg, bool subset)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, X("INSERT INTO " ARR_KEYS_TABLE " (business_key, since) SELECT %s, %s FROM "),
 					 scd2_key_json_sql(cfg, "s"), scd2_changelog_encode_sql(cfg->vf.typid, X("pg_catalog.min(s.`_t)")));
-	scd2_append_normalized_staging(&buf, cfg);
+	append_staged(&buf, cfg, subset);
 	appendStringInfoString(&buf, " s GROUP BY ");
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
 	return buf.data;
@@ -346,7 +376,19 @@ sql_keys(const Scd2Config *cfg)
 static char *
 sql_remember(const Scd2Config *cfg)
 {
-	StringInfoData buf;
+	return psprintf(X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state) %s"
+					  " FROM " TL_TABLE " t WHERE NOT t.`_keep"),
+					remembered_select(cfg, "t", X("t.`_t"), X("t.`_present")));
+}
+
+/*
+ * "SELECT key, instant, present, state" of an event to remember (alias,
+ * its instant and presence): the state of a present one is its tracked
+ * and other columns' text forms, as jsonb.
+ */
+static char *
+remembered_select(const Scd2Config *cfg, const char *alias, const char *instant, const char *present)
+{
 	StringInfoData state;
 	const Scd2Column *groups[2] = {cfg->tracked, cfg->other};
 	int			counts[2] = {cfg->ntracked, cfg->nother};
@@ -354,65 +396,59 @@ sql_remember(const Scd2Config *cfg)
 	initStringInfo(&state);
 	for (int g = 0; g < 2; g++)
 		for (int i = 0; i < counts[g]; i++)
-			appendStringInfo(&state, "%s%s, CASE WHEN pg_catalog.num_nonnulls(t.%s) OPERATOR(pg_catalog.=) 1"
-							 " THEN pg_catalog.format('%%s', t.%s) END",
+			appendStringInfo(&state, "%s%s, CASE WHEN pg_catalog.num_nonnulls(%s.%s) OPERATOR(pg_catalog.=) 1"
+							 " THEN pg_catalog.format('%%s', %s.%s) END",
 							 state.len ? ", " : "", quote_literal_cstr(groups[g][i].name),
-							 groups[g][i].ident, groups[g][i].ident);
-	initStringInfo(&buf);
-	appendStringInfo(&buf, X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state)"
-							 " SELECT %s, %s, t.`_present, CASE WHEN t.`_present THEN pg_catalog.jsonb_build_object(%s) END"
-							 " FROM " TL_TABLE " t WHERE NOT t.`_keep"),
-					 scd2_key_json_sql(cfg, "t"), scd2_changelog_encode_sql(cfg->vf.typid, X("t.`_t")),
-					 state.data);
-	return buf.data;
+							 alias, groups[g][i].ident, alias, groups[g][i].ident);
+	return psprintf("SELECT %s, %s, %s, CASE WHEN %s THEN pg_catalog.jsonb_build_object(%s) END",
+					scd2_key_json_sql(cfg, alias), scd2_changelog_encode_sql(cfg->vf.typid, instant),
+					present, present, state.data);
 }
 
 /*
- * The counts of the metrics: distinct staged rows, and the staged rows
- * applied -- one per instant a staged row decides that changes the state
- * in force, or that removes an existing version (a delete at its start).
+ * The fast path's events to remember (its WT_ACT_REMEMBER rows: `_vf the
+ * instant, `_cur present), out of the change table into the memory's.
  */
 static char *
-sql_counts(const Scd2Config *cfg)
+sql_remember_simple(const Scd2Config *cfg)
 {
-	return X("SELECT (SELECT pg_catalog.count(*) FROM " EV_TABLE " e WHERE e.`_src = " EV_STAGED "),"
-			 " (SELECT pg_catalog.count(*) FROM " TL_TABLE " t WHERE t.`_applied"
-			 "   AND (t.`_keep OR (t.`_hadver AND NOT t.`_present)))");
+	return psprintf(X("WITH m AS (DELETE FROM " CHG_TABLE " WHERE `_action = " WT_ACT_REMEMBER " RETURNING *)"
+					  " INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state) %s FROM m"),
+					remembered_select(cfg, "m", X("m.`_vf"), X("m.`_cur")));
 }
 
 /*
- * Step 4 of an order-free load: every staged key recomputed (see the top
- * of the file) into the change table; *cc gets the counts the metrics
- * need.
+ * The counts of the metrics: distinct staged rows, the staged rows
+ * applied -- one per instant a staged row decides that changes the state
+ * in force, or that removes an existing version (a delete at its start)
+ * -- and, subset, the staging rows of the keys recomputed.
  */
-void
-scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc)
+static char *
+sql_counts(const Scd2Config *cfg, bool subset)
+{
+	return psprintf(X("SELECT (SELECT pg_catalog.count(*) FROM " EV_TABLE " e WHERE e.`_src = " EV_STAGED "),"
+					  " (SELECT pg_catalog.count(*) FROM " TL_TABLE " t WHERE t.`_applied"
+					  "   AND (t.`_keep OR (t.`_hadver AND NOT t.`_present))), %s"),
+					subset ? X("(SELECT COALESCE(pg_catalog.sum(k.`_n), 0)::pg_catalog.int8 FROM " KEYS_TABLE " k)") : "0");
+}
+
+/*
+ * Every staged key (or, subset, those in KEYS_TABLE) recomputed from its
+ * events (see the top of the file) into the change table; *cc gets the
+ * counts the metrics need.
+ */
+static void
+recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 {
 	const Scd2Config *cfg = st->cfg;
-
-	if (cfg->snapshot)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("order-free dimension %s cannot load a full extract", cfg->dim_name),
-				 errdetail("%s is a snapshot: the state of every key now, not a set of events; scd2.apply_snapshots loads its first extract that way.",
-						   cfg->stg_name),
-				 errhint("Load the extracts' changes as events with a delete marker, or register the dimension without order_free; nothing was loaded.")));
-	memset(cc, 0, sizeof(*cc));
-
-	/* work tables: created outside the restriction */
-	scd2_owner_unrestrict(st->oc);
-	scd2_arrival_memory_prepare();
-	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_events), SPI_OK_UTILITY, "creating the arrival event table");
-	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_timeline), SPI_OK_UTILITY, "creating the arrival timeline table");
-	scd2_owner_restrict(st->oc);
 
 	{
 		int			nest = NewGUCNestLevel();
 
 		scd2_pin_text_forms();
-		scd2_load_exec(st, sql_keys(cfg), SPI_OK_INSERT, "listing the staged keys");
+		scd2_load_exec(st, sql_keys(cfg, subset), SPI_OK_INSERT, "listing the staged keys");
 		scd2_arrival_memory_recall(cfg->dim_oid);
-		scd2_load_exec(st, sql_events(cfg), SPI_OK_INSERT, "collecting the keys' events");
+		scd2_load_exec(st, sql_events(cfg, subset), SPI_OK_INSERT, "collecting the keys' events");
 		AtEOXact_GUC(true, nest);
 	}
 	scd2_load_exec(st, sql_conflict(cfg), SPI_OK_SELECT, "checking for conflicting events");
@@ -432,10 +468,55 @@ scd2_arrival_classify(LoadState *st, Scd2ClassifyCounts *cc)
 		scd2_load_exec(st, sql_remember(cfg), SPI_OK_INSERT, "computing the events to remember");
 		AtEOXact_GUC(true, nest);
 	}
-	scd2_load_exec(st, sql_counts(cfg), SPI_OK_SELECT, "counting the order-free changes");
+	scd2_load_exec(st, sql_counts(cfg, subset), SPI_OK_SELECT, "counting the order-free changes");
 	cc->distinct = scd2_spi_int8(0, 1);
 	cc->kept = scd2_spi_int8(0, 2);
-	cc->complex_rows = st->source_rows;
+	cc->complex_rows = subset ? scd2_spi_int8(0, 3) : st->source_rows;
+}
+
+/*
+ * Step 4 of an order-free load.  When the memory holds nothing as late as
+ * the earliest staged event (in-order events), the fast path classifies
+ * every key with one staging row after its history, as for any dimension
+ * (load_classify.c): what it finds unchanged, or deleted while absent, is
+ * remembered; the rest (several rows, a row at or before an existing
+ * version's boundary) is recomputed.  Otherwise every staged key is
+ * recomputed: a remembered event may split any of them.
+ */
+void
+scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
+{
+	const Scd2Config *cfg = st->cfg;
+
+	if (cfg->snapshot)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("order-free dimension %s cannot load a full extract", cfg->dim_name),
+				 errdetail("%s is a snapshot: the state of every key now, not a set of events; scd2.apply_snapshots loads its first extract that way.",
+						   cfg->stg_name),
+				 errhint("Load the extracts' changes as events with a delete marker, or register the dimension without order_free; nothing was loaded.")));
+	memset(cc, 0, sizeof(*cc));
+
+	/* work tables: created outside the restriction */
+	scd2_owner_unrestrict(st->oc);
+	scd2_arrival_memory_prepare();
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_events), SPI_OK_UTILITY, "creating the arrival event table");
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_timeline), SPI_OK_UTILITY, "creating the arrival timeline table");
+	scd2_owner_restrict(st->oc);
+
+	if (!st->no_earliest && scd2_arrival_memory_ahead(cfg->dim_oid, st->earliest))
+		recompute(st, false, cc);
+	else
+	{
+		int64		complex_keys = scd2_classify_simple_keys(st, several);
+		int			nest = NewGUCNestLevel();
+
+		scd2_pin_text_forms();
+		scd2_load_exec(st, sql_remember_simple(cfg), SPI_OK_INSERT, "remembering the unchanged rows");
+		AtEOXact_GUC(true, nest);
+		if (complex_keys > 0)
+			recompute(st, true, cc);
+	}
 	scd2_exec_work("DROP TABLE " EV_TABLE ", " TL_TABLE, SPI_OK_UTILITY, "dropping the arrival work tables");
 }
 

@@ -76,25 +76,39 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 {
 	StringInfoData buf;
 
+	/*
+	 * An order-free dimension (of = true) also keeps, as a third copy, the
+	 * rows that change nothing but must be remembered (WT_CLS_NOOP: the
+	 * no-op observations and the deletes of absent keys; load_arrival.c
+	 * moves them to the memory), and sends a present row at the very
+	 * instant its key's last version ended (a delete there wins) the
+	 * general way.
+	 */
+	bool		of = cfg->order_free;
+	const char *valued = of ? X("`_w <> " WT_COPY_UPDATE) : X("`_w = " WT_COPY_INSERT);
+
 	initStringInfo(&buf);
 	scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, true);
-	appendStringInfoString(&buf,
-						   X(") SELECT CASE WHEN `_cls = " WT_CLS_COMPLEX " THEN " WT_ACT_COMPLEX
-						   " WHEN `_w = " WT_COPY_UPDATE " THEN CASE `_cls WHEN " WT_CLS_CHANGE " THEN " WT_ACT_CLOSE " ELSE `_cls END"
-						   " WHEN `_cls = " WT_CLS_NEW " THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
-						   " " WT_ORIGIN_FAST ", NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
-						   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk END,"
-						   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf ELSE `_t END,"
-						   " CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END,"
-						   " NOT (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ")),"
-						   " `_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_TYPE1));
+	appendStringInfo(&buf,
+					 X(") SELECT CASE WHEN `_cls = " WT_CLS_COMPLEX " THEN " WT_ACT_COMPLEX "%s"
+					   " WHEN `_w = " WT_COPY_UPDATE " THEN CASE `_cls WHEN " WT_CLS_CHANGE " THEN " WT_ACT_CLOSE " ELSE `_cls END"
+					   " WHEN `_cls = " WT_CLS_NEW " THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
+					   " " WT_ORIGIN_FAST ", NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
+					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk END,"
+					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf ELSE `_t END,"
+					   " CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END,"
+					   " %sNOT (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE "))%s,"
+					   " `_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_TYPE1),
+					 of ? X(" WHEN `_w = " WT_COPY_REMEMBER " THEN " WT_ACT_REMEMBER) : "",
+					 of ? X("CASE WHEN `_w = " WT_COPY_REMEMBER " THEN `_present ELSE ") : "",
+					 of ? " END" : "");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
 	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, X(", CASE WHEN `_w = " WT_COPY_INSERT " THEN %s END"), cfg->tracked[i].ident);
+		appendStringInfo(&buf, ", CASE WHEN %s THEN %s END", valued, cfg->tracked[i].ident);
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
 	for (int i = 0; i < cfg->nother; i++)
-		appendStringInfo(&buf, X(", CASE WHEN `_w = " WT_COPY_INSERT " THEN %s END"), cfg->other[i].ident);
+		appendStringInfo(&buf, ", CASE WHEN %s THEN %s END", valued, cfg->other[i].ident);
 
 	/*
 	 * The probe: the current version, else (a scalar subquery evaluated
@@ -113,11 +127,19 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 		scd2_append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
 	appendStringInfoString(&buf, ") THEN " WT_CLS_CHANGE " WHEN NOT (");
 	scd2_append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e");
+	if (of)
+		appendStringInfoString(&buf,
+							   X(") THEN " WT_CLS_TYPE1 " ELSE " WT_CLS_NOOP " END"
+							   " WHEN c.`_hvt > c.`_t OR (c.`_present AND c.`_hvt = c.`_t) THEN " WT_CLS_COMPLEX
+							   " WHEN NOT c.`_present THEN CASE WHEN c.`_hvt = c.`_t THEN " WT_CLS_UNCHANGED
+							   "   ELSE " WT_CLS_NOOP " END"));
+	else
+		appendStringInfoString(&buf,
+							   X(") THEN " WT_CLS_TYPE1 " ELSE " WT_CLS_UNCHANGED " END"
+							   " WHEN c.`_hvt > c.`_t THEN " WT_CLS_COMPLEX
+							   " WHEN NOT c.`_present THEN " WT_CLS_UNCHANGED));
 	appendStringInfoString(&buf,
-						   X(") THEN " WT_CLS_TYPE1 " ELSE " WT_CLS_UNCHANGED " END"
-						   " WHEN c.`_hvt > c.`_t THEN " WT_CLS_COMPLEX
-						   " WHEN NOT c.`_present THEN " WT_CLS_UNCHANGED
-						   " WHEN c.`_hvt IS NOT NULL THEN " WT_CLS_RETURN
+						   X(" WHEN c.`_hvt IS NOT NULL THEN " WT_CLS_RETURN
 						   " ELSE " WT_CLS_NEW " END AS `_cls FROM (SELECT s.*, "));
 	appendStringInfo(&buf, X("d.%s AS `_dvf, %s AS `_dsk"), cfg->vf.ident,
 					 cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
@@ -155,10 +177,12 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", scd2_current_pred(cfg, "d"));
-	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"
-						   " CROSS JOIN LATERAL (VALUES (" WT_COPY_UPDATE ", cls.`_cls), (" WT_COPY_INSERT ", cls.`_cls)) AS v(`_w, `_k)"
-						   " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"
-						   " OR (`_w = " WT_COPY_INSERT " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_NEW ", " WT_CLS_RETURN "))"));
+	appendStringInfo(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"
+					 " CROSS JOIN LATERAL (VALUES (" WT_COPY_UPDATE ", cls.`_cls), (" WT_COPY_INSERT ", cls.`_cls)%s) AS v(`_w, `_k)"
+					 " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"
+					 " OR (`_w = " WT_COPY_INSERT " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_NEW ", " WT_CLS_RETURN "))%s"),
+					 of ? X(", (" WT_COPY_REMEMBER ", cls.`_cls)") : "",
+					 of ? X(" OR (`_w = " WT_COPY_REMEMBER " AND `_cls = " WT_CLS_NOOP ")") : "");
 	return buf.data;
 }
 
@@ -217,19 +241,17 @@ count_rows(LoadState *st, const char *table)
 }
 
 /*
- * Step 4: the change set.  Keys with several staging rows are found first
- * (when there are any), the fast path classifies the rest in one
- * statement, late rows move to the general path, a snapshot closes the
- * keys it lacks, and the general path (load_timeline.c) handles every
- * complex key.  *cc gets the counts the metrics need.
+ * Step 4, the keys the fast path can classify: keys with several staging
+ * rows are found first (when there are any), the fast path classifies the
+ * rest in one statement, and the keys whose row it found late move to the
+ * general path (KEYS_TABLE).  Returns how many keys go the general way.
  */
-void
-scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
+int64
+scd2_classify_simple_keys(LoadState *st, bool several)
 {
 	const Scd2Config *cfg = st->cfg;
-	int64		complex_keys = 0;	/* keys that go the general way */
+	int64		complex_keys = 0;
 
-	memset(cc, 0, sizeof(*cc));
 	if (several)
 	{
 		scd2_load_exec(st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
@@ -240,7 +262,23 @@ scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 						   SPI_OK_INSERT, "classifying staging rows");
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				   "moving late rows to the general path");
-	complex_keys += (int64) SPI_processed;
+	return complex_keys + (int64) SPI_processed;
+}
+
+/*
+ * Step 4: the change set.  The fast path classifies the simple keys, a
+ * snapshot closes the keys it lacks, and the general path
+ * (load_timeline.c) handles every complex key.  *cc gets the counts the
+ * metrics need.
+ */
+void
+scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
+{
+	const Scd2Config *cfg = st->cfg;
+	int64		complex_keys;	/* keys that go the general way */
+
+	memset(cc, 0, sizeof(*cc));
+	complex_keys = scd2_classify_simple_keys(st, several);
 	if (cfg->snapshot)
 		scd2_load_exec(st, scd2_sql_snapshot_missing(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 					   "closing keys missing from the snapshot");

@@ -8,6 +8,7 @@
 
 #include "scd2.h"
 
+#include "datatype/timestamp.h"
 #include "utils/snapshot.h"
 #include "utils/tuplestore.h"
 
@@ -22,6 +23,11 @@ typedef struct LoadState
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
 	int64		source_rows;	/* staging rows (after validation) */
+	TimestampTz earliest;		/* an order-free dimension's earliest staged
+								 * instant, as its memory keeps instants
+								 * (timestamptz) */
+	bool		no_earliest;	/* no such instant (another dimension, or no
+								 * staging rows) */
 	/* On Citus (load_citus.c); zero otherwise. */
 	int			citus;			/* the dimension's Scd2CitusKind */
 	int			stg_citus;		/* the staging table's */

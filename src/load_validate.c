@@ -8,6 +8,7 @@
 
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
 #include "load.h"
 #include "sqlbuild.h"
@@ -15,9 +16,23 @@
 /* ---------- validation ---------- */
 
 /*
+ * An order-free dimension's earliest staged instant, encoded as its memory
+ * keeps instants (timestamptz; load_arrival.c asks whether the memory holds
+ * anything from it on); NULL for the others.
+ */
+static char *
+earliest_sql(const Scd2Config *cfg, const char *t)
+{
+	if (!cfg->order_free)
+		return "NULL::pg_catalog.timestamptz";
+	return scd2_changelog_encode_sql(cfg->vf.typid, psprintf("pg_catalog.min(%s)", t));
+}
+
+/*
  * One scan of the staging table: row count, rows with a NULL key column,
- * rows with a NULL effective time, and a fourth count that is positive
- * exactly when some key has several rows.  A plain SELECT, so PostgreSQL
+ * rows with a NULL effective time, a fourth count that is positive
+ * exactly when some key has several rows, the non-finite effective times
+ * and the earliest one (earliest_sql).  A plain SELECT, so PostgreSQL
  * may run it in parallel.
  *
  * A single key column of a type without collation is checked with
@@ -47,7 +62,7 @@ scd2_sql_validate(const Scd2Config *cfg)
 			appendStringInfoString(&buf, X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))"));
 		else
 			appendStringInfoString(&buf, "0");
-		appendStringInfoString(&buf, " FROM ");
+		appendStringInfo(&buf, ", %s FROM ", earliest_sql(cfg, X("s.`_t")));
 		scd2_append_all_staging(&buf, cfg);
 		appendStringInfoString(&buf, " s");
 		return buf.data;
@@ -62,11 +77,12 @@ scd2_sql_validate(const Scd2Config *cfg)
 					 " COALESCE(pg_catalog.sum(g.`_n) FILTER (WHERE %s), 0)::pg_catalog.int8,"
 					 " COALESCE(pg_catalog.sum(g.`_ne), 0)::pg_catalog.int8,"
 					 " pg_catalog.count(*) FILTER (WHERE g.`_n > 1 AND NOT (%s)),"
-					 " COALESCE(pg_catalog.sum(g.`_nf), 0)::pg_catalog.int8"
-					 " FROM (SELECT "), nullkey.data, nullkey.data);
+					 " COALESCE(pg_catalog.sum(g.`_nf), 0)::pg_catalog.int8, %s"
+					 " FROM (SELECT "), nullkey.data, nullkey.data, earliest_sql(cfg, X("g.`_m")));
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfoString(&buf, X(", pg_catalog.count(*) AS `_n,"
-						   " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL) AS `_ne, "));
+	appendStringInfo(&buf, X(", pg_catalog.count(*) AS `_n,%s"
+					 " pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL) AS `_ne, "),
+					 cfg->order_free ? X(" pg_catalog.min(s.`_t) AS `_m,") : "");
 	if (cfg->eff_col)
 		appendStringInfoString(&buf, X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))"));
 	else
@@ -137,6 +153,12 @@ scd2_validate_staging(LoadState *st, bool *several)
 	null_eff = scd2_spi_int8(0, 3);
 	*several = scd2_spi_int8(0, 4) > 0;
 	non_finite = scd2_spi_int8(0, 5);
+	{
+		Datum		earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6,
+											 &st->no_earliest);
+
+		st->earliest = st->no_earliest ? 0 : DatumGetTimestampTz(earliest);
+	}
 	if (null_keys == 0 && null_eff == 0)
 	{
 		if (non_finite > 0)

@@ -45,7 +45,9 @@
  *                     copy: NULL (the MERGE never matches it)
  *           `_sk      update copy: the target row's surrogate key
  *           `_vf, `_vt  the row's validity as written
- *           `_cur     is_current as written
+ *           `_cur     is_current as written (an order-free load's
+ *                     WT_ACT_REMEMBER placeholder: the event is present,
+ *                     not a delete)
  *           `_set_y   the update copy overwrites the Type 1 columns
  *   points  `_t       the point's instant
  *           `_prio    what the point is (WT_PRIO_*), and its order at `_t
@@ -95,6 +97,10 @@ extern const WorkTable scd2_wt_points;
 #define WT_ACT_REMOVE		"'remove'"		/* order-free: a superseded version goes */
 #define WT_ACT_COMPLEX		"'complex'"		/* placeholder: the key goes the
 											 * general way (never written) */
+#define WT_ACT_REMEMBER		"'remember'"	/* placeholder, order-free: an
+											 * event to remember (never
+											 * written; load_arrival.c moves
+											 * it to the memory) */
 
 /* `_cls of a staging row on the fast path (load_classify.c). */
 #define WT_CLS_NEW			"'new'"			/* key not in the dimension */
@@ -104,10 +110,14 @@ extern const WorkTable scd2_wt_points;
 #define WT_CLS_RETURN		"'return'"		/* a closed key comes back */
 #define WT_CLS_UNCHANGED	"'unchanged'"
 #define WT_CLS_COMPLEX		"'complex'"		/* late or same-instant row */
+#define WT_CLS_NOOP			"'noop'"		/* order-free: an unchanged row or a
+											 * delete of an absent key, which the
+											 * dimension remembers */
 
-/* `_w: the fast path's two copies of a classified row. */
+/* `_w: the fast path's copies of a classified row. */
 #define WT_COPY_UPDATE		"1"				/* closes or updates the target row */
 #define WT_COPY_INSERT		"2"				/* the new version */
+#define WT_COPY_REMEMBER	"3"				/* order-free: the event to remember */
 
 /* `_origin of a change row. */
 #define WT_ORIGIN_FAST		"'F'"			/* the fast path */
