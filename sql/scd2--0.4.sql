@@ -1246,7 +1246,8 @@ CREATE INDEX arrival_memory_key_idx ON scd2.arrival_memory (dimension, business_
 -- in-order load then classifies its simple keys on the fast path), and prune
 CREATE INDEX arrival_memory_effective_idx ON scd2.arrival_memory (dimension, effective)
     WHERE dropped_by IS NULL;
-CREATE INDEX arrival_memory_run_idx ON scd2.arrival_memory (run_id);
+-- a run's rows (revert), a dropped dimension's rows (the sql_drop trigger)
+CREATE INDEX arrival_memory_run_idx ON scd2.arrival_memory (dimension, run_id);
 CREATE INDEX arrival_memory_dropped_idx ON scd2.arrival_memory (dropped_by) WHERE dropped_by IS NOT NULL;
 COMMENT ON TABLE scd2.arrival_memory IS
     'scd2 arrival memory: the events of order-free dimensions that their versions do not show (no-op observations, deletes), for later out-of-order events; pruned with scd2.prune_arrival_memory';

@@ -22,6 +22,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "catalog/namespace.h"
 #include "utils/acl.h"
@@ -145,52 +146,60 @@ scd2_registry_remove(PG_FUNCTION_ARGS)
 }
 
 /*
- * The change-log headers of dimensions that no longer exist are marked
+ * The change-log headers of the dimensions just dropped are marked
  * dropped (0.4): their regclass would be dumped as a bare OID, which can
  * name another table after a restore, and scd2.revert and scd2.changes
  * refuse a dropped run's header.  An extension not yet updated to 0.4 has
  * no such column.
  */
 static void
-mark_dropped_runs(void)
+mark_dropped_runs(Datum dropped)
 {
 	Oid			nsp = get_namespace_oid("scd2", true);
 	Oid			runs = OidIsValid(nsp) ? get_relname_relid("change_log_runs", nsp) : InvalidOid;
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {dropped};
 
 	if (!OidIsValid(runs) || get_attnum(runs, "dimension_dropped_at") == InvalidAttrNumber)
 		return;
 	scd2_exec_catalog("UPDATE scd2.change_log_runs r SET dimension_dropped_at = pg_catalog.now()"
-					  " WHERE r.dimension_dropped_at IS NULL AND NOT EXISTS"
-					  " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) r.dimension::pg_catalog.oid)",
-					  0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "marking the runs of dropped dimensions");
+					  " WHERE r.dimension_dropped_at IS NULL AND r.dimension OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, values, NULL, false, SPI_OK_UPDATE, "marking the runs of dropped dimensions");
+}
+
+/*
+ * The arrival memory (0.4) of dropped dimensions: a later table given the
+ * same oid must not recall another table's events.  Absent while the
+ * library is newer than the extension's scripts.  Only the dropped tables'
+ * rows are looked up (arrival_memory_run_idx): every load drops its work
+ * tables, and a scan of the whole memory would cost every load of every
+ * dimension its size.
+ */
+static void
+forget_dropped_memory(Datum dropped)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {dropped};
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("arrival_memory", nsp)))
+		return;
+	scd2_exec_catalog("DELETE FROM scd2.arrival_memory m WHERE m.dimension OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, values, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions' remembered events");
 }
 
 /*
  * Called by the sql_drop event trigger: forget dimensions that no longer
- * exist, and default staging tables that no longer exist.  No ownership
- * check: it only removes rows about tables that are gone.
+ * exist, and default staging tables that no longer exist; mark the change
+ * log runs and forget the remembered events of the tables just dropped.
+ * No ownership check: it only removes rows about tables that are gone.
  */
-/*
- * The arrival memory (0.4) of dropped dimensions: a later table given the
- * same oid must not recall another table's events.  Absent while the
- * library is newer than the extension's scripts.
- */
-static void
-forget_dropped_memory(void)
-{
-	Oid			nsp = get_namespace_oid("scd2", true);
-
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("arrival_memory", nsp)))
-		return;
-	scd2_exec_catalog("DELETE FROM scd2.arrival_memory m WHERE NOT EXISTS"
-					  " (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) m.dimension)",
-					  0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions' remembered events");
-}
-
 Datum
 scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 {
 	int64		removed;
+	Datum		dropped;
+	bool		isnull;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
@@ -202,8 +211,17 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 		"UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
 		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
 		0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "forgetting dropped staging tables");
-	forget_dropped_memory();
-	mark_dropped_runs();
+	scd2_exec_catalog("SELECT pg_catalog.array_agg(DISTINCT o.objid) FROM pg_catalog.pg_event_trigger_dropped_objects() o"
+					  " WHERE o.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_class' AS pg_catalog.regclass)"
+					  "   AND o.objsubid OPERATOR(pg_catalog.=) 0",
+					  0, NULL, NULL, NULL, true, SPI_OK_SELECT, "listing the dropped tables");
+	dropped = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+	{
+		dropped = datumCopy(dropped, false, -1);
+		forget_dropped_memory(dropped);
+		mark_dropped_runs(dropped);
+	}
 	SPI_finish();
 	PG_RETURN_INT64(removed);
 }
