@@ -55,7 +55,7 @@ scd2_arrival_memory_prepare(void)
 
 	catalog_utility("CREATE TEMP TABLE " ARR_KEYS_TABLE " (business_key pg_catalog.jsonb,"
 					" since pg_catalog.timestamptz) ON COMMIT DROP", "creating the arrival key table");
-	catalog_utility("CREATE TEMP TABLE " ARR_RECALLED_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
+	catalog_utility("CREATE TEMP TABLE " ARR_RECALLED_TABLE " (" MEMORY_COLS ", tid pg_catalog.tid) ON COMMIT DROP",
 					"creating the recalled events table");
 	catalog_utility("CREATE TEMP TABLE " ARR_REMEMBER_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
 					"creating the remembered events table");
@@ -99,12 +99,14 @@ scd2_arrival_memory_recall(Oid dim_oid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
 
-	(void) scd2_exec_catalog("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state)"
-							 " SELECT m.business_key, m.effective, m.present, m.state"
-							 "   FROM scd2.arrival_memory m JOIN ONLY " ARR_KEYS_TABLE " k"
-							 "     ON m.business_key OPERATOR(pg_catalog.=) k.business_key"
-							 "    AND m.effective OPERATOR(pg_catalog.>=) k.since"
-							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
+	(void) scd2_exec_catalog("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid)"
+							 " SELECT m.business_key, m.effective, m.present, m.state, m.ctid"
+							 "   FROM ONLY " ARR_KEYS_TABLE " k CROSS JOIN LATERAL"
+							 "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state"
+							 "           FROM scd2.arrival_memory m0"
+							 "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND m0.dropped_by IS NULL"
+							 "            AND m0.business_key OPERATOR(pg_catalog.=) k.business_key"
+							 "            AND (m0.effective OPERATOR(pg_catalog.>=) k.since) IS TRUE OFFSET 0) m",
 							 1, argtypes, values, NULL, false, SPI_OK_INSERT,
 							 "recalling remembered events");
 }
@@ -118,7 +120,20 @@ scd2_arrival_memory_recall(Oid dim_oid)
  * on (the load holds the dimension's lock: no other load changed them), so
  * both comparisons are between the two work tables, by hash (the state
  * compared as jsonb, NULL as JSON null: every condition hashable; a
- * nested loop over unanalyzed work tables was quadratic).
+ * nested loop over unanalyzed work tables was quadratic), and the rows
+ * superseded are found by the ctid the recall read (a TID scan).  The
+ * recall probes arrival_memory_key_idx by dimension and key: its instant
+ * is a filter (IS TRUE), so that arrival_memory_effective_idx, which only
+ * the instant would match, is never the probe -- one probe would read
+ * every later event of the dimension.  Neither
+ * the recall (a nested loop driven by the staged keys, each an index probe:
+ * the LATERAL subquery is fenced) nor the store joins the memory to a work
+ * table by the planner's estimate of the memory: with statistics that do
+ * not know the dimension yet (a new one, or its memory grown since the
+ * last ANALYZE) it was estimated at one row, and a nested loop over the
+ * memory re-ran the work tables' anti join once per remembered row -- a
+ * batch of 200,000 rows sent again ran for more than 9 minutes instead of
+ * seconds.
  */
 #define SAME_EVENT(a, b) \
 	a ".business_key OPERATOR(pg_catalog.=) " b ".business_key AND " \
@@ -133,12 +148,10 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
 
 	(void) scd2_exec_catalog("UPDATE scd2.arrival_memory m SET dropped_by = $2"
-							 "   FROM (SELECT c.business_key, c.effective FROM ONLY " ARR_RECALLED_TABLE " c"
+							 " WHERE m.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.tid FROM ONLY " ARR_RECALLED_TABLE " c"
 							 "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
-							 "                             WHERE " SAME_EVENT("r", "c") ")) x"
-							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
-							 "    AND m.business_key OPERATOR(pg_catalog.=) x.business_key"
-							 "    AND m.effective OPERATOR(pg_catalog.=) x.effective",
+							 "                             WHERE " SAME_EVENT("r", "c") ")))"
+							 "   AND m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
 							 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
 							 "superseding remembered events");
 	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
