@@ -236,15 +236,25 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	pin = scd2_pin_search_path();
+	/*
+	 * Two statements, each on its own index: the live rows before the
+	 * horizon (arrival_memory_effective_idx), then the superseded rows
+	 * (arrival_memory_dropped_idx) before it or beyond any revert.  One
+	 * statement with both conditions OR'ed read the whole memory.
+	 */
 	n = scd2_exec_catalog("DELETE FROM scd2.arrival_memory m"
-						  " WHERE m.dimension OPERATOR(pg_catalog.=) $1"
-						  "   AND (m.effective OPERATOR(pg_catalog.<) $2"
-						  "        OR (m.dropped_by IS NOT NULL AND NOT EXISTS ("
-						  "            SELECT FROM scd2.change_log_runs r"
-						  "             WHERE r.run_id OPERATOR(pg_catalog.=) m.dropped_by"
-						  "               AND r.logged AND r.pruned_at IS NULL AND r.reverted_by IS NULL)))",
+						  " WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
+						  "   AND m.effective OPERATOR(pg_catalog.<) $2",
 						  2, argtypes, values, NULL, false, SPI_OK_DELETE,
 						  "pruning remembered events");
+	n += scd2_exec_catalog("DELETE FROM scd2.arrival_memory m"
+						   " WHERE m.dropped_by IS NOT NULL AND m.dimension OPERATOR(pg_catalog.=) $1"
+						   "   AND (m.effective OPERATOR(pg_catalog.<) $2 OR NOT EXISTS ("
+						   "        SELECT FROM scd2.change_log_runs r"
+						   "         WHERE r.run_id OPERATOR(pg_catalog.=) m.dropped_by"
+						   "           AND r.logged AND r.pruned_at IS NULL AND r.reverted_by IS NULL))",
+						   2, argtypes, values, NULL, false, SPI_OK_DELETE,
+						   "pruning superseded events");
 	scd2_unpin(pin);
 	SPI_finish();
 	PG_RETURN_INT64((int64) n);
