@@ -171,3 +171,28 @@ SELECT count(*) > 0 AS remembered FROM scd2.arrival_memory WHERE dimension::oid 
 SELECT pg_typeof(dimension) FROM scd2.arrival_memory LIMIT 1;
 DROP TABLE dim_s;
 SELECT count(*) AS left_behind FROM scd2.arrival_memory WHERE dimension::oid = :dim_s_oid;
+
+-- A dimension dropped while event triggers did not fire (here
+-- session_replication_role = replica; also single-user mode, a disabled
+-- trigger): its remembered events and runs are forgotten and marked at the
+-- next drop of anything, which every load does with its work tables.
+CREATE TABLE dim_r (LIKE dim_o INCLUDING IDENTITY);
+SELECT scd2.register('dim_r', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
+                     delete_column => 'del', is_current_column => 'is_current',
+                     surrogate_key_column => 'sk', order_free => true);
+SELECT count(*) FROM load('dim_r', $$(1, 'x', 1, '2024-01-01', false)$$, $$(2, 'y', 1, '2024-01-01', true)$$);
+SELECT 'dim_r'::regclass::oid AS dim_r_oid \gset
+SELECT count(*) AS remembered FROM scd2.arrival_memory WHERE dimension::oid = :dim_r_oid;
+SET session_replication_role = replica;
+DROP TABLE dim_r;
+RESET session_replication_role;
+SELECT count(*) AS still_remembered, (SELECT count(*) FROM scd2.change_log_runs
+        WHERE dimension::oid = :dim_r_oid AND dimension_dropped_at IS NULL) AS runs_not_marked
+  FROM scd2.arrival_memory WHERE dimension::oid = :dim_r_oid;
+CREATE TABLE unrelated (x int);
+DROP TABLE unrelated;
+SELECT count(*) AS left_behind, (SELECT count(*) FROM scd2.change_log_runs
+        WHERE dimension::oid = :dim_r_oid AND dimension_dropped_at IS NULL) AS runs_not_marked
+  FROM scd2.arrival_memory WHERE dimension::oid = :dim_r_oid;
+-- the other dimensions' rows stay
+SELECT count(*) > 0 AS others_kept FROM scd2.arrival_memory WHERE dimension = 'dim_o'::regclass;

@@ -965,6 +965,10 @@ CREATE POLICY audit_log_readable ON scd2.audit_log FOR SELECT TO PUBLIC
 ALTER TABLE scd2.change_log_runs ADD COLUMN dimension_dropped_at timestamptz;
 COMMENT ON COLUMN scd2.change_log_runs.dimension_dropped_at IS
     'when the dimension was dropped; scd2.revert and scd2.changes refuse the run';
+-- the dimensions the live headers name, one probe each: the trigger also
+-- marks those dropped while it did not fire (src/registry.c)
+CREATE INDEX change_log_runs_live_dimension_idx ON scd2.change_log_runs (dimension)
+    WHERE dimension_dropped_at IS NULL;
 -- Issue 27: the partial-extract guard (register's max_close_fraction).
 ------------------------------------------------------------------------------
 ALTER TABLE scd2.dimensions ADD COLUMN max_close_fraction real
