@@ -125,10 +125,10 @@ scd2_arrival_memory_recall(Oid dim_oid)
  * recall probes arrival_memory_key_idx by dimension and key: its instant
  * is a filter (IS TRUE), so that arrival_memory_effective_idx, which only
  * the instant would match, is never the probe -- one probe would read
- * every later event of the dimension.  Neither
- * the recall (a nested loop driven by the staged keys, each an index probe:
- * the LATERAL subquery is fenced) nor the store joins the memory to a work
- * table by the planner's estimate of the memory: with statistics that do
+ * every later event of the dimension.  Neither the recall (a nested loop
+ * driven by the staged keys, each an index probe: the LATERAL subquery is
+ * fenced) nor the store joins the memory to a work table by the planner's
+ * estimate of the memory: with statistics that do
  * not know the dimension yet (a new one, or its memory grown since the
  * last ANALYZE) it was estimated at one row, and a nested loop over the
  * memory re-ran the work tables' anti join once per remembered row -- a
@@ -179,9 +179,7 @@ scd2_arrival_memory_undo(Oid dim_oid, int64 run_id)
 {
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
-	Oid			nsp = get_namespace_oid("scd2", true);
-
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("arrival_memory", nsp)))
+	if (!scd2_installed("arrival_memory", NULL))
 		return;					/* objects older than 0.4: nothing remembered */
 	(void) scd2_exec_catalog("DELETE FROM scd2.arrival_memory m"
 							 " WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.run_id OPERATOR(pg_catalog.=) $2",

@@ -224,10 +224,7 @@ type1_text_sql(const char *expr)
 static bool
 change_log_installed(void)
 {
-	Oid			nsp = get_namespace_oid("scd2", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("change_log_runs", nsp)) &&
-		OidIsValid(get_relname_relid("change_log", nsp));
+	return scd2_installed("change_log_runs", NULL) && scd2_installed("change_log", NULL);
 }
 
 /*
@@ -238,9 +235,7 @@ change_log_installed(void)
 static bool
 text_before_images(void)
 {
-	Oid			runs = get_relname_relid("change_log_runs", get_namespace_oid("scd2", false));
-
-	return get_attnum(runs, "old_type1_text") != InvalidAttrNumber;
+	return scd2_installed("change_log_runs", "old_type1_text");
 }
 
 /*
@@ -481,8 +476,7 @@ copy_work_rows(int64 run_id, bool keep)
 	Datum		values[1] = {Int64GetDatum(run_id)};
 
 	/* whole before-images (0.4's old_row): only order-free loads write them */
-	bool		rows = get_attnum(get_relname_relid("change_log", get_namespace_oid("scd2", false)),
-								  "old_row") != InvalidAttrNumber;
+	bool		rows = scd2_installed("change_log", "old_row");
 
 	scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
 							   " valid_from, valid_to, old_valid_to, old_is_current, old_type1%s)"
@@ -522,10 +516,7 @@ scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 bool
 scd2_changelog_compact_first_load(void)
 {
-	Oid			nsp = get_namespace_oid("scd2", true);
-	Oid			runs = OidIsValid(nsp) ? get_relname_relid("change_log_runs", nsp) : InvalidOid;
-
-	return OidIsValid(runs) && get_attnum(runs, "first_load_rows") != InvalidAttrNumber;
+	return scd2_installed("change_log_runs", "first_load_rows");
 }
 
 /*

@@ -155,12 +155,10 @@ scd2_registry_remove(PG_FUNCTION_ARGS)
 static void
 mark_dropped_runs(Datum dropped)
 {
-	Oid			nsp = get_namespace_oid("scd2", true);
-	Oid			runs = OidIsValid(nsp) ? get_relname_relid("change_log_runs", nsp) : InvalidOid;
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		values[1] = {dropped};
 
-	if (!OidIsValid(runs) || get_attnum(runs, "dimension_dropped_at") == InvalidAttrNumber)
+	if (!scd2_installed("change_log_runs", "dimension_dropped_at"))
 		return;
 	scd2_exec_catalog("UPDATE scd2.change_log_runs r SET dimension_dropped_at = pg_catalog.now()"
 					  " WHERE r.dimension_dropped_at IS NULL AND r.dimension OPERATOR(pg_catalog.=) ANY ($1)",
@@ -178,11 +176,10 @@ mark_dropped_runs(Datum dropped)
 static void
 forget_dropped_memory(Datum dropped)
 {
-	Oid			nsp = get_namespace_oid("scd2", true);
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		values[1] = {dropped};
 
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("arrival_memory", nsp)))
+	if (!scd2_installed("arrival_memory", NULL))
 		return;
 	scd2_exec_catalog("DELETE FROM scd2.arrival_memory m WHERE m.dimension OPERATOR(pg_catalog.=) ANY ($1)",
 					  1, argtypes, values, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions' remembered events");
@@ -190,8 +187,9 @@ forget_dropped_memory(Datum dropped)
 
 /*
  * The dimensions that some of scd2's rows name but that no longer exist,
- * as a subquery over one column of oids: those of table (its partial
- * index on dimension, where) missing from pg_class.  A table is usually
+ * as a subquery over one column of oids: those that table's rows matching
+ * where name (read through its index on dimension: arrival_memory_run_idx,
+ * change_log_runs_live_dimension_idx) and pg_class lacks.  A table is usually
  * dropped with the event trigger firing, and then its oid is in
  * pg_event_trigger_dropped_objects(); this finds the others (dropped
  * while event triggers did not fire: session_replication_role = replica,
@@ -220,14 +218,11 @@ vanished_dimensions_sql(const char *table, const char *where)
  * The tables whose runs and remembered events are to be forgotten: those
  * just dropped, and any other that scd2.arrival_memory or the live
  * change-log headers still name (vanished_dimensions_sql), as an oid[]
- * (NULL: none).  Each part only where the installed objects have it (the
- * library can be newer than the extension's scripts).
+ * (NULL: none).  Each part only where the installed objects have it.
  */
 static Datum
 dropped_tables(void)
 {
-	Oid			nsp = get_namespace_oid("scd2", true);
-	Oid			runs = OidIsValid(nsp) ? get_relname_relid("change_log_runs", nsp) : InvalidOid;
 	StringInfoData sql;
 	Datum		dropped;
 	bool		isnull;
@@ -238,10 +233,10 @@ dropped_tables(void)
 						   " SELECT o.objid AS oid FROM pg_catalog.pg_event_trigger_dropped_objects() o"
 						   "  WHERE o.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_class' AS pg_catalog.regclass)"
 						   "    AND o.objsubid OPERATOR(pg_catalog.=) 0");
-	if (OidIsValid(nsp) && OidIsValid(get_relname_relid("arrival_memory", nsp)))
+	if (scd2_installed("arrival_memory", NULL))
 		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
 						 vanished_dimensions_sql("scd2.arrival_memory", "true"));
-	if (OidIsValid(runs) && get_attnum(runs, "dimension_dropped_at") != InvalidAttrNumber)
+	if (scd2_installed("change_log_runs", "dimension_dropped_at"))
 		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
 						 vanished_dimensions_sql("scd2.change_log_runs", "t.dimension_dropped_at IS NULL"));
 	appendStringInfoString(&sql, ") u");
@@ -535,10 +530,7 @@ scd2_registry_refresh_shape(Oid dim_oid)
 const char *
 scd2_registry_shape_sql(void)
 {
-	Oid			nsp = get_namespace_oid("scd2", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("dimensions", nsp) : InvalidOid;
-
-	if (OidIsValid(relid) && get_attnum(relid, "shape_columns") != InvalidAttrNumber)
+	if (scd2_installed("dimensions", "shape_columns"))
 		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
 	return "NULL::pg_catalog.text[], NULL::pg_catalog.oid[], NULL::pg_catalog.int4[]";
 }

@@ -295,6 +295,7 @@ extern int	scd2_pin_search_path(void);
 extern void scd2_unpin(int nestlevel);
 extern void scd2_set_local(const char *name, const char *value);
 extern Oid	scd2_extension_owner(void);
+extern bool scd2_installed(const char *table, const char *column);
 extern int64 scd2_spi_int8(int row, int col);
 extern char *scd2_spi_text(int row, int col);
 

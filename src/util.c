@@ -10,6 +10,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
@@ -84,6 +85,23 @@ scd2_extension_owner(void)
 				 errmsg("extension \"scd2\" is not installed in this database"),
 				 errhint("Run CREATE EXTENSION scd2.")));
 	return owner;
+}
+
+/*
+ * Whether the installed extension has scd2.table (and, column not NULL,
+ * that column of it).  The library can be newer than the extension's
+ * objects until ALTER EXTENSION scd2 UPDATE, and loads go on meanwhile:
+ * what a later version added is looked for before it is used.
+ */
+bool
+scd2_installed(const char *table, const char *column)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid(table, nsp) : InvalidOid;
+
+	if (!OidIsValid(relid))
+		return false;
+	return column == NULL || get_attnum(relid, column) != InvalidAttrNumber;
 }
 
 /* A bigint column of the last SPI result (NULL reads as 0). */
