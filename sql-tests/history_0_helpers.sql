@@ -23,6 +23,7 @@ RETURNS text LANGUAGE sql AS $$
     SELECT histops.checksum(rel) || ' audit ' || histops.checksum('scd2.audit_log', ARRAY['finished_at', 'duration'])
            || ' runs ' || histops.checksum('scd2.change_log_runs')
            || ' log ' || histops.checksum('scd2.change_log')
+           || ' batches ' || histops.checksum('scd2.change_log_batches')
 $$;
 
 -- Run a statement; 'ok', or its error (SQLSTATE, message, detail, hint)

@@ -741,3 +741,24 @@ COMMENT ON COLUMN scd2.change_log.old_row IS
 ALTER TABLE scd2.change_log_runs ADD COLUMN first_load_rows bigint;
 COMMENT ON COLUMN scd2.change_log_runs.first_load_rows IS
     'a first load into an empty dimension, logged compactly: it inserted every row the dimension had right after it, this many, and scd2.change_log holds none of them (NULL: the run''s rows are in scd2.change_log)';
+
+------------------------------------------------------------------------------
+-- Issue 27: a batch at the cost floor.  A load whose every write is an
+-- in-order change of a current version (it closes current versions and
+-- inserts new current ones, no Type 1 update, no late row) logs, instead of
+-- one scd2.change_log row per written version, the surrogate keys of the
+-- rows it wrote, what it did to each and the valid_to it left; the rest
+-- (business key, valid_from, the closed rows' before-images: current, Type
+-- 1 unchanged) is read back from the dimension (src/changelog_batch.c).
+-- scd2.revert writes the rows into scd2.change_log before it undoes them.
+------------------------------------------------------------------------------
+CREATE TABLE scd2.change_log_batches (
+    run_id         bigint        PRIMARY KEY,   -- scd2.change_log_runs.run_id
+    surrogate_keys bigint[]      NOT NULL,      -- of every row the run wrote
+    actions        "char"[]      NOT NULL,      -- i insert, n new_version, c close, d delete
+    valid_to       timestamptz[] NOT NULL       -- each row's valid_to after the run; NULL: current
+);
+COMMENT ON TABLE scd2.change_log_batches IS
+    'scd2 change log: a batch logged by the surrogate keys of the rows it wrote (one row per run; scd2.change_log holds none of its rows)';
+SELECT pg_catalog.pg_extension_config_dump('scd2.change_log_batches', '');
+REVOKE ALL ON scd2.change_log_batches FROM PUBLIC;

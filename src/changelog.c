@@ -543,6 +543,62 @@ scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inse
 }
 
 /*
+ * Whether the installed extension can log a batch by surrogate keys
+ * (0.4's scd2.change_log_batches; changelog_batch.c).
+ */
+bool
+scd2_changelog_batch_installed(void)
+{
+	return change_log_installed() && scd2_installed("change_log_batches", NULL);
+}
+
+/*
+ * The change log of a batch logged by surrogate keys (changelog_batch.c):
+ * the header, and one scd2.change_log_batches row with the three arrays
+ * the load computed (surrogate keys, "char" actions, valid_to as logged),
+ * as the extension owner.  The work table goes unused.  Returns the run id.
+ */
+int64
+scd2_changelog_write_batch(const Scd2Config *cfg, Datum sks, Datum actions, Datum valid_to)
+{
+	Oid			argtypes[4] = {INT8OID, INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[4];
+	int64		run_id = write_run_header(cfg, text_before_images(), -1);
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = sks;
+	values[2] = actions;
+	values[3] = valid_to;
+	scd2_exec_catalog("INSERT INTO scd2.change_log_batches (run_id, surrogate_keys, actions, valid_to)"
+					  " VALUES ($1, $2, $3, $4)",
+					  4, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
+	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
+					  "dropping the change log's work table");
+	hand_over_run_id(cfg, run_id);
+	return run_id;
+}
+
+/*
+ * jsonb_build_object('c', alias.c, ...) of Type 1 columns as old_type1
+ * keeps them (text forms: type1_text_sql, or the values as 0.3 kept
+ * them), for readers of the log that have no registration in hand.
+ */
+char *
+scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols, const char *alias, bool text)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < ncols; i++)
+	{
+		char	   *value = psprintf("%s.%s", alias, cols[i].ident);
+
+		append_json_pair(&buf, cols[i].name, text ? type1_text_sql(value) : value);
+	}
+	return psprintf("pg_catalog.jsonb_build_object(%s)", buf.data);
+}
+
+/*
  * The run id reserved by this (sub)transaction's load of dim_name, or 0.
  * Called by the audit log for a successful load; the reservation is used
  * once.

@@ -183,7 +183,8 @@ scd2_compact_first_load_feed(const Run *run, const char *dim_name, const Scd2Log
 	INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, JSONBARRAYOID};
 	Datum		values[8];
 	Datum		later = later_loads(run, dim_name);
-	Oid			ltypes[1] = {INT8ARRAYOID};
+	Oid			ltypes[4] = {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		lvalues[1 + SCD2_BATCH_UNDO_COLS];
 	bool		isnull;
 	int64		nmoved;
 	char	   *marker;
@@ -194,9 +195,12 @@ scd2_compact_first_load_feed(const Run *run, const char *dim_name, const Scd2Log
 	 * What the later loads inserted, and the versions they moved or removed
 	 * (old_row: 0.4 on), as the extension owner.
 	 */
-	scd2_exec_catalog("SELECT COALESCE(pg_catalog.array_agg(c.run_id) FILTER (WHERE c.inserted), '{}'),"
-					  "       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
-					  "       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}'),"
+	lvalues[0] = later;
+	/* the rows the later loads logged by surrogate keys inserted (changelog_batch.c) */
+	scd2_batch_collect(later, dim_name, true, &lvalues[1]);
+	scd2_exec_catalog("SELECT COALESCE(pg_catalog.array_agg(c.run_id) FILTER (WHERE c.inserted), '{}') OPERATOR(pg_catalog.||) $2,"
+					  "       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}') OPERATOR(pg_catalog.||) $3,"
+					  "       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.inserted), '{}') OPERATOR(pg_catalog.||) $4,"
 					  "       COALESCE(pg_catalog.array_agg(c.run_id) FILTER (WHERE c.m), '{}'),"
 					  "       COALESCE(pg_catalog.array_agg(c.action) FILTER (WHERE c.m), '{}'),"
 					  "       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.m), '{}'),"
@@ -205,7 +209,7 @@ scd2_compact_first_load_feed(const Run *run, const char *dim_name, const Scd2Log
 					  "       pg_catalog.count(*) FILTER (WHERE c.m)"
 					  "  FROM (SELECT c0.*, c0.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[]) AS m"
 					  "          FROM scd2.change_log c0 WHERE c0.run_id OPERATOR(pg_catalog.=) ANY ($1)) c",
-					  1, ltypes, &later, NULL, true, SPI_OK_SELECT, "reading the later runs' change log");
+					  4, ltypes, lvalues, NULL, true, SPI_OK_SELECT, "reading the later runs' change log");
 	for (int i = 0; i < 8; i++)
 		values[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
 							  false, -1);

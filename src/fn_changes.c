@@ -90,6 +90,35 @@ read_logged_rows(int64 run_id, Datum *arrays)
 }
 
 /*
+ * The same for a run logged by surrogate keys (changelog_batch.c): its
+ * rows read back from the dimension, as the owner.
+ */
+static void
+read_batch_rows(const Run *run, const char *dim_name, Datum *arrays)
+{
+	Scd2BatchLog b;
+	bool		isnull;
+
+	if (!scd2_batch_read(run->run_id, &b))
+		elog(ERROR, "scd2: the change log of run %lld vanished", (long long) run->run_id);
+	scd2_batch_require_unmoved(run, dim_name);
+	(void) scd2_batch_exec(run, dim_name,
+						   psprintf("SELECT COALESCE(pg_catalog.array_agg(x.action ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
+									" COALESCE(pg_catalog.array_agg(x.inserted ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
+									" COALESCE(pg_catalog.array_agg(x.surrogate_key ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
+									" COALESCE(pg_catalog.array_agg(x.business_key ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
+									" COALESCE(pg_catalog.array_agg(x.valid_from ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
+									" COALESCE(pg_catalog.array_agg(x.valid_to ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
+									" pg_catalog.count(*) FROM (%s) x",
+									scd2_batch_rows_sql(run, dim_name, false)),
+						   &b, true, SPI_OK_SELECT, "reading back the rows the run wrote");
+	scd2_batch_require_rows(run, dim_name, scd2_spi_int8(0, 7), &b);
+	for (int i = 0; i < 6; i++)
+		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
+							  false, -1);
+}
+
+/*
  * The feed's query over the six arrays ($1..$6), run as the owner: the
  * validity values in the dimension's terms (a current row's valid_to as
  * the registration stored it, current_vt), and the surrogate keys of the
@@ -187,9 +216,13 @@ scd2_changes(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		read_logged_rows(run_id, arrays);
+		if (run.batch)
+			read_batch_rows(&run, dim_name, arrays);
+		else
+			read_logged_rows(run_id, arrays);
+		/* a batch's rows carry their surrogate keys */
 		sql = feed_sql(dim_name, run.current_valid_to, keys, nkeys, book, sk, nsk,
-					   scd2_citus_table(run.dim_oid, NULL) != SCD2_CITUS_NONE);
+					   run.batch || scd2_citus_table(run.dim_oid, NULL) != SCD2_CITUS_NONE);
 		nest = NewGUCNestLevel();
 		scd2_pin_text_forms();
 		(void) scd2_exec_as_owner(scd2_relation_owner(run.dim_oid), sql, 6, arrtypes, arrays, true,
@@ -225,6 +258,11 @@ prune_runs(Datum runs)
 									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
 									 1, rtypes, rvalues, NULL, false, SPI_OK_DELETE,
 									 "pruning the change log");
+	if (scd2_changelog_batch_installed())
+		scd2_exec_catalog("DELETE FROM scd2.change_log_batches"
+						  " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
+						  1, rtypes, rvalues, NULL, false, SPI_OK_DELETE,
+						  "pruning the change log");
 	scd2_exec_catalog("UPDATE scd2.change_log_runs SET pruned_at = pg_catalog.now()"
 									 " WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)",
 									 1, rtypes, rvalues, NULL, false, SPI_OK_UPDATE,

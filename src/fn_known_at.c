@@ -7,6 +7,9 @@
  * by one of them (absent then), or else the before-image the earliest of
  * them logged (valid_to, is_current, Type 1 columns as they were).
  *
+ * A later load logged by surrogate keys (changelog_batch.c) gives its rows
+ * as read back from the dimension, the before-images implied.
+ *
  * A later load that was a first load into the empty dimension logged
  * compactly (changelog.c: every row the dimension had after it was one it
  * inserted) gives one row instead, business key NULL and inserted: every
@@ -128,8 +131,9 @@ scd2_known_at_undo(PG_FUNCTION_ARGS)
 	Oid			dim_oid;
 	TimestampTz known_at;
 	char	   *dim_name;
-	Oid			argtypes[1] = {INT8ARRAYOID};
-	Datum		values[1];
+	Oid			argtypes[1 + SCD2_BATCH_UNDO_COLS] = {INT8ARRAYOID, INT8ARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID};
+	Datum		values[1 + SCD2_BATCH_UNDO_COLS];
 	bool		whole = false;
 	int			pin;
 
@@ -173,13 +177,26 @@ scd2_known_at_undo(PG_FUNCTION_ARGS)
 		SPI_finish();
 		return (Datum) 0;
 	}
+	/* the rows of the runs logged by surrogate keys (changelog_batch.c) */
+	scd2_batch_collect(values[0], dim_name, false, &values[1]);
+
+	/*
+	 * The earliest later run's before-image of each row; the Type 1 values
+	 * from the earliest that logged them (a batch's are implied: unchanged).
+	 */
 	scd2_exec_catalog(
 		"SELECT DISTINCT ON (c.business_key, c.valid_from) c.business_key, c.valid_from,"
-		"       pg_catalog.bool_or(c.inserted) OVER (PARTITION BY c.business_key, c.valid_from),"
-		"       c.old_valid_to, c.old_is_current, c.old_type1"
-		"  FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1)"
+		"       pg_catalog.bool_or(c.inserted) OVER w, c.old_valid_to, c.old_is_current,"
+		"       pg_catalog.first_value(c.old_type1) OVER (w ORDER BY c.old_type1 IS NULL, c.run_id)"
+		"  FROM (SELECT c0.run_id, c0.business_key, c0.valid_from, c0.inserted, c0.old_valid_to,"
+		"               c0.old_is_current, c0.old_type1"
+		"          FROM scd2.change_log c0 WHERE c0.run_id OPERATOR(pg_catalog.=) ANY ($1)"
+		"        UNION ALL SELECT u.*, NULL::pg_catalog.jsonb FROM ROWS FROM (pg_catalog.unnest($2),"
+		"               pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
+		"               pg_catalog.unnest($6), pg_catalog.unnest($7)) AS u) c"
+		" WINDOW w AS (PARTITION BY c.business_key, c.valid_from)"
 		" ORDER BY c.business_key, c.valid_from, c.run_id",
-		1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
+		1 + SCD2_BATCH_UNDO_COLS, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[6];

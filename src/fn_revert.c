@@ -623,6 +623,36 @@ revert_first_load(const Run *run, const char *dim_name, const RevertColumns *c)
 }
 
 /*
+ * Step 4 of a batch logged by surrogate keys (changelog_batch.c), first:
+ * its rows, read back from the dimension as the owner (the run is the
+ * newest: the Type 1 values now are the ones it found), into
+ * scd2.change_log, as the change log of any other run keeps them; the
+ * arrays go.  The revert then reads them as any other run's.
+ */
+static void
+write_batch_rows(const Run *run, const char *dim_name)
+{
+	Scd2BatchLog b;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run->run_id)};
+	uint64		n;
+
+	if (!scd2_batch_read(run->run_id, &b))
+		elog(ERROR, "scd2: the change log of run %lld vanished", (long long) run->run_id);
+	scd2_changelog_work_table(scd2_relation_owner(run->dim_oid));
+	n = scd2_batch_exec(run, dim_name,
+						psprintf("INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key,"
+								 " valid_from, valid_to, old_valid_to, old_is_current, old_type1) %s",
+								 scd2_batch_rows_sql(run, dim_name, true)),
+						&b, false, SPI_OK_INSERT, "reading back the rows the run wrote");
+	scd2_batch_require_rows(run, dim_name, (int64) n, &b);
+	scd2_changelog_copy_work_rows(run->run_id);
+	scd2_exec_catalog("DELETE FROM scd2.change_log_batches WHERE run_id OPERATOR(pg_catalog.=) $1",
+					  1, argtypes, values, NULL, false, SPI_OK_DELETE,
+					  "writing the reverted run's rows into the change log");
+}
+
+/*
  * Step 4 of one run, for scd2.revert and for each run scd2.rewind undoes
  * (fn_rewind.c): the caller has checked the privileges, holds the lock,
  * and has refused what cannot be reverted; the run is the newest
@@ -646,6 +676,8 @@ scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *re
 		*deleted = revert_first_load(run, dim_name, &cols);
 		return;
 	}
+	if (run->batch)
+		write_batch_rows(run, dim_name);
 	scd2_revert_read_change_log(run->run_id, &lg);
 	if (lg.nrows > 0)
 		require_rows_as_left(run, dim_name, &cols, &lg);

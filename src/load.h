@@ -78,6 +78,9 @@ extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *stor
 							TupleDesc desc);
 
 /* load_write.c */
+/* changelog_batch.c */
+extern bool scd2_load_record_batch_log(LoadState *st, bool dry_run);
+
 extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
 								 Tuplestorestate *store, TupleDesc desc);
 SCD2_NORETURN_PRE extern void scd2_report_unexpected_writes(const Scd2Config *cfg, int64 written,

@@ -20,6 +20,8 @@ typedef struct LoadState
 	Snapshot	snap;
 	bool		log_prepared;	/* the change log's work table exists
 								 * (changelog.c) */
+	bool		sk_drawn;		/* the change table's insert copies carry
+								 * their surrogate keys (changelog_batch.c) */
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
 	int64		source_rows;	/* staging rows (after validation) */

@@ -32,6 +32,8 @@ typedef struct Run
 	int64		first_load_rows;	/* a first load logged compactly (0.4): the rows it
 									 * inserted, every row of the dimension right after it;
 									 * -1: its rows are in scd2.change_log */
+	bool		batch;			/* logged by surrogate keys (0.4,
+								 * changelog_batch.c) */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */
@@ -79,6 +81,27 @@ extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
 										 const Scd2LoggedColumn *keys, int nkeys,
 										 const Scd2LoggedColumn *book, const Scd2LoggedColumn *sk,
 										 int nsk);
+
+/* changelog_batch.c: a batch logged by surrogate keys (its arrays) */
+typedef struct Scd2BatchLog
+{
+	int64		n;				/* rows the run wrote */
+	Datum		arrays[3];		/* surrogate keys, actions, valid_to */
+} Scd2BatchLog;
+
+extern const Oid scd2_batch_argtypes[3];
+extern bool scd2_batch_read(int64 run_id, Scd2BatchLog *b);
+extern char *scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images);
+extern void scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found,
+									const Scd2BatchLog *b);
+extern void scd2_batch_require_unmoved(const Run *run, const char *dim_name);
+/* scd2_batch_collect's arrays: run, key, valid_from, inserted, old_valid_to, old_is_current */
+#define SCD2_BATCH_UNDO_COLS 6
+extern void scd2_batch_collect(Datum run_ids, const char *dim_name, bool inserted_only,
+							   Datum *arrays);
+extern uint64 scd2_batch_exec(const Run *run, const char *dim_name, const char *sql,
+							  const Scd2BatchLog *b, bool read_only, int expected,
+							  const char *what);
 
 /* fn_revert.c: one run's undo, for scd2.rewind */
 extern void scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted,

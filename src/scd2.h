@@ -276,6 +276,11 @@ extern void scd2_changelog_work_table(Oid role);
 extern void scd2_changelog_copy_work_rows(int64 run_id);
 extern bool scd2_changelog_compact_first_load(void);
 extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inserted);
+extern bool scd2_changelog_batch_installed(void);
+extern int64 scd2_changelog_write_batch(const Scd2Config *cfg, Datum sks, Datum actions,
+										Datum valid_to);
+extern char *scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols,
+										   const char *alias, bool text);
 extern char *scd2_changelog_sql_inserted_keys(const Scd2Config *cfg, const char *chg);
 extern void scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 expected);
 extern char *scd2_changelog_key_json_sql(const Scd2LoggedColumn *keys, int nkeys, const char *alias);
