@@ -760,5 +760,9 @@ CREATE TABLE scd2.change_log_batches (
 );
 COMMENT ON TABLE scd2.change_log_batches IS
     'scd2 change log: a batch logged by the surrogate keys of the rows it wrote (one row per run; scd2.change_log holds none of its rows)';
+-- uncompressed: pglz made writing a 200k-row batch's arrays (50k rows
+-- written) take 30-40 ms, a quarter of what logging it costs
+ALTER TABLE scd2.change_log_batches ALTER COLUMN surrogate_keys SET STORAGE EXTERNAL,
+    ALTER COLUMN actions SET STORAGE EXTERNAL, ALTER COLUMN valid_to SET STORAGE EXTERNAL;
 SELECT pg_catalog.pg_extension_config_dump('scd2.change_log_batches', '');
 REVOKE ALL ON scd2.change_log_batches FROM PUBLIC;

@@ -13,8 +13,8 @@
  * it wrote, what it did to each ("char": batch_action), and the valid_to it
  * left (as scd2.change_log's valid_to: NULL for current).  The surrogate
  * keys of the versions it inserts are drawn from the column's sequence
- * before the MERGE, into the change table, and the MERGE inserts them
- * (PostgreSQL 15 and 16 have no MERGE ... RETURNING).
+ * by the classification, into the change table, and the MERGE inserts
+ * them (PostgreSQL 15 and 16 have no MERGE ... RETURNING).
  *
  * The rows read back (scd2_batch_rows_sql): business key and valid_from
  * from the dimension by surrogate key -- no load but an order-free one
@@ -133,10 +133,14 @@ has_before_insert_trigger(Relation rel)
 /*
  * The sequence the load draws the surrogate keys of its new versions from
  * (the file's comment: what makes a load eligible, before its change
- * table is read), or InvalidOid.  Called as the dimension's owner.
+ * table is read), or InvalidOid.  Called as the dimension's owner, before
+ * the classification: the fast path's insert copies draw their keys
+ * (load_classify.c), the MERGE the other insert copies' (load_write.c), in
+ * the order the MERGE alone drew them before, so a load that is not
+ * logged by surrogate keys gives its versions the same keys as without.
  */
-static Oid
-batch_sequence(const LoadState *st, bool dry_run)
+Oid
+scd2_batch_sequence(const LoadState *st, bool dry_run)
 {
 	const Scd2Config *cfg = st->cfg;
 	Relation	rel;
@@ -181,40 +185,32 @@ batch_sequence(const LoadState *st, bool dry_run)
 
 /*
  * Step 5 of a load, before its MERGE: log the batch by surrogate keys when
- * it is eligible (the file's comment) -- the new versions' keys drawn into
- * the change table (st->sk_drawn: the MERGE inserts them), the arrays
- * computed as the owner and written by the extension owner.  Returns
- * false, having done nothing, when the load must log row by row.
+ * it is eligible (the file's comment; st->sk_seq: the fast path drew the
+ * new versions' keys) -- the arrays computed as the owner, in the pass
+ * that checks the change table, and written by the extension owner.
+ * Returns false, having written nothing, when the load must log row by
+ * row.
  */
 bool
-scd2_load_record_batch_log(LoadState *st, bool dry_run)
+scd2_load_record_batch_log(LoadState *st)
 {
 	const Scd2Config *cfg = st->cfg;
-	Oid			seq = batch_sequence(st, dry_run);
 	Datum		arrays[3];
 	bool		isnull;
 
-	if (!OidIsValid(seq))
+	if (!OidIsValid(st->sk_seq))
 		return false;
 	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_origin <> " WT_ORIGIN_FAST
 								  "   OR `_action NOT IN (" WT_ACT_INSERT ", " WT_ACT_NEW_VERSION ", " WT_ACT_CLOSE ", " WT_ACT_DELETE ")"
-								  "   OR (`_tvf IS NOT NULL AND `_sk IS NULL)), pg_catalog.count(*) FROM %s"),
-								CHG_TABLE),
-				   SPI_OK_SELECT, "reading the change set");
-	if (scd2_spi_int8(0, 1) != 0 || scd2_spi_int8(0, 2) == 0)
-		return false;
-
-	scd2_load_exec(st, psprintf(X("UPDATE %s SET `_sk = pg_catalog.nextval(CAST(%u AS pg_catalog.regclass))"
-								  " WHERE `_tvf IS NULL"), CHG_TABLE, seq),
-				   SPI_OK_UPDATE, "drawing the new versions' surrogate keys");
-	st->sk_drawn = true;
-	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s),"
-								  " pg_catalog.array_agg(%s) FROM %s"),
+								  "   OR `_sk IS NULL), pg_catalog.count(*),"
+								  " pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s), pg_catalog.array_agg(%s) FROM %s"),
 								action_case_sql(X("`_action"), true),
 								scd2_changelog_encode_sql(cfg->vf.typid, X("`_vt")), CHG_TABLE),
 				   SPI_OK_SELECT, "recording the change log");
+	if (scd2_spi_int8(0, 1) != 0 || scd2_spi_int8(0, 2) == 0)
+		return false;
 	for (int i = 0; i < 3; i++)
-		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
+		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 3, &isnull),
 							  false, -1);
 	(void) scd2_changelog_write_batch(cfg, arrays[0], arrays[1], arrays[2]);
 	return true;

@@ -214,7 +214,8 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	int64		total_changes;
 	bool		fed = false;
 
-	/* 4. */
+	/* 4. (a load that may log by surrogate keys draws them: changelog_batch.c) */
+	st->sk_seq = scd2_batch_sequence(st, req->dry_run);
 	scd2_progress_phase(SCD2_PROGRESS_CLASSIFYING, 0, m->source_rows, -1, -1);
 	if (cfg->order_free)
 		scd2_arrival_classify(st, several, &cc);	/* load_arrival.c */
@@ -250,7 +251,7 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	else
 	{
 		/* by surrogate keys when the batch allows (changelog_batch.c) */
-		if (!req->dry_run && !scd2_load_record_batch_log(st, req->dry_run))
+		if (!req->dry_run && !scd2_load_record_batch_log(st))
 			scd2_load_record_change_log(st, scd2_changelog_sql(cfg, CHG_TABLE, NULL), true);
 		if (cfg->order_free)
 			scd2_arrival_finish(st, req->dry_run);

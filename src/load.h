@@ -79,7 +79,8 @@ extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *stor
 
 /* load_write.c */
 /* changelog_batch.c */
-extern bool scd2_load_record_batch_log(LoadState *st, bool dry_run);
+extern Oid	scd2_batch_sequence(const LoadState *st, bool dry_run);
+extern bool scd2_load_record_batch_log(LoadState *st);
 
 extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
 								 Tuplestorestate *store, TupleDesc desc);

@@ -372,9 +372,9 @@ scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed)
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s ", st->dim_table_sql);
-	scd2_append_insert_cols(&sql, cfg, false);
+	scd2_append_insert_cols(&sql, cfg, InvalidOid);
 	appendStringInfoString(&sql, " SELECT ");
-	scd2_append_insert_values(&sql, cfg, false);
+	scd2_append_insert_values(&sql, cfg, InvalidOid);
 	appendStringInfo(&sql, X(" FROM %s s WHERE s.`_tvf IS NULL"), CHG_TABLE);
 	scd2_load_exec(st, sql.data, SPI_OK_INSERT, "inserting versions");
 	written += (int64) SPI_processed;

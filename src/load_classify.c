@@ -72,7 +72,7 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
 static char *
-scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
+scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oid sk_seq)
 {
 	StringInfoData buf;
 
@@ -94,12 +94,15 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys)
 					   " WHEN `_w = " WT_COPY_UPDATE " THEN CASE `_cls WHEN " WT_CLS_CHANGE " THEN " WT_ACT_CLOSE " ELSE `_cls END"
 					   " WHEN `_cls = " WT_CLS_NEW " THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
 					   " " WT_ORIGIN_FAST ", NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
-					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk END,"
+					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk%s END,"
 					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf ELSE `_t END,"
 					   " CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END,"
 					   " %sNOT (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE "))%s,"
 					   " `_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_TYPE1),
 					 of ? X(" WHEN `_w = " WT_COPY_REMEMBER " THEN " WT_ACT_REMEMBER) : "",
+					 /* the new versions' surrogate keys, for the change log (changelog_batch.c) */
+					 OidIsValid(sk_seq) ?
+					 psprintf(X(" WHEN `_w = " WT_COPY_INSERT " THEN pg_catalog.nextval(CAST(%u AS pg_catalog.regclass))"), sk_seq) : "",
 					 of ? X("CASE WHEN `_w = " WT_COPY_REMEMBER " THEN `_present ELSE ") : "",
 					 of ? " END" : "");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
@@ -258,7 +261,7 @@ scd2_classify_simple_keys(LoadState *st, bool several)
 		complex_keys = (int64) SPI_processed;
 	}
 	scd2_load_exec_probing(st, (double) st->source_rows,
-						   scd2_sql_fast_path(cfg, CHG_TABLE, several),
+						   scd2_sql_fast_path(cfg, CHG_TABLE, several, st->sk_seq),
 						   SPI_OK_INSERT, "classifying staging rows");
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				   "moving late rows to the general path");

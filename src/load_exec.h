@@ -20,8 +20,10 @@ typedef struct LoadState
 	Snapshot	snap;
 	bool		log_prepared;	/* the change log's work table exists
 								 * (changelog.c) */
-	bool		sk_drawn;		/* the change table's insert copies carry
-								 * their surrogate keys (changelog_batch.c) */
+	Oid			sk_seq;			/* the surrogate key's sequence when the load
+								 * may log by surrogate keys: the fast path's
+								 * insert copies draw their keys from it, the
+								 * MERGE the others' (changelog_batch.c) */
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
 	int64		source_rows;	/* staging rows (after validation) */

@@ -60,7 +60,7 @@ sql_change_counts(const Scd2Config *cfg, const char *chg)
  * of the change table is no guide: its heap reuses free space.
  */
 static char *
-scd2_sql_merge(const Scd2Config *cfg, const char *chg, bool sk_drawn)
+scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq)
 {
 	StringInfoData buf;
 
@@ -93,10 +93,10 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg, bool sk_drawn)
 	}
 	scd2_append_update_set(&buf, cfg);
 	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT "));
-	/* surrogate keys drawn for the change log (changelog_batch.c), also an identity's */
-	scd2_append_insert_cols(&buf, cfg, sk_drawn);
+	/* surrogate keys from their sequence, some drawn already (changelog_batch.c) */
+	scd2_append_insert_cols(&buf, cfg, sk_seq);
 	appendStringInfoString(&buf, " VALUES (");
-	scd2_append_insert_values(&buf, cfg, sk_drawn);
+	scd2_append_insert_values(&buf, cfg, sk_seq);
 	appendStringInfoString(&buf, ")");
 	return buf.data;
 }
@@ -148,12 +148,12 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
  * dimension.  Its row count is the MERGE's processed count.
  */
 static char *
-scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg, bool sk_drawn)
+scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg, Oid sk_seq)
 {
 	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
 
 	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
-					scd2_sql_merge(cfg, chg, sk_drawn), sk,
+					scd2_sql_merge(cfg, chg, sk_seq), sk,
 					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
 }
 
@@ -265,8 +265,8 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 	{
 		/* always nested loops: they keep the source's close-first order */
 		scd2_load_exec_probing(st, -1,
-						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_drawn) :
-						  scd2_sql_merge(cfg, CHG_TABLE, st->sk_drawn),
+						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq) :
+						  scd2_sql_merge(cfg, CHG_TABLE, st->sk_seq),
 						  feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
 		written = (int64) SPI_processed;
 	}

@@ -301,7 +301,7 @@ scd2_append_update_set(StringInfo buf, const Scd2Config *cfg)
  * writes (load_write.c's MERGE, load_citus.c's inserts).
  */
 void
-scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, bool with_sk)
+scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, Oid sk_seq)
 {
 	appendStringInfoString(buf, "(");
 	scd2_append_cols(buf, cfg->keys, cfg->nkeys, NULL);
@@ -309,7 +309,7 @@ scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, bool with_sk)
 	appendStringInfo(buf, ", %s, %s", cfg->vf.ident, cfg->vt.ident);
 	if (cfg->is_current)
 		appendStringInfo(buf, ", %s", cfg->is_current);
-	if (with_sk)
+	if (OidIsValid(sk_seq))
 		appendStringInfo(buf, ", %s) OVERRIDING SYSTEM VALUE", cfg->sk);
 	else
 		appendStringInfoString(buf, ")");
@@ -317,15 +317,15 @@ scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, bool with_sk)
 
 /* The values of those columns from an insert copy (alias s). */
 void
-scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg, bool with_sk)
+scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg, Oid sk_seq)
 {
 	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
 	scd2_append_payload_cols(buf, cfg, "s.");
 	appendStringInfo(buf, X(", s.`_vf, %s"), scd2_stored_vt(cfg, X("s.`_vt")));
 	if (cfg->is_current)
 		appendStringInfoString(buf, X(", s.`_cur"));
-	if (with_sk)
-		appendStringInfoString(buf, X(", s.`_sk"));
+	if (OidIsValid(sk_seq))
+		appendStringInfo(buf, X(", COALESCE(s.`_sk, pg_catalog.nextval(CAST(%u AS pg_catalog.regclass)))"), sk_seq);
 }
 
 /*

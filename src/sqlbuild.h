@@ -37,8 +37,8 @@ extern char *scd2_partition_by_keys(const Scd2Config *cfg);
 extern bool scd2_keys_sort_cheaply(const Scd2Config *cfg);
 extern int	scd2_keys_cheap_prefix(const Scd2Config *cfg);
 extern void scd2_append_update_set(StringInfo buf, const Scd2Config *cfg);
-extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, bool with_sk);
-extern void scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg, bool with_sk);
+extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, Oid sk_seq);
+extern void scd2_append_insert_values(StringInfo buf, const Scd2Config *cfg, Oid sk_seq);
 extern char *scd2_key_json_sql(const Scd2Config *cfg, const char *alias);
 extern char *scd2_staging_key_json(const Scd2Config *cfg);
 
