@@ -216,11 +216,16 @@ read_extracts(Snapshots *ss)
 {
 	const char *q = quote_identifier(ss->snap_col);
 
-	scd2_exec_user(psprintf("SELECT CAST(s.%s AS pg_catalog.timestamptz),"
-						   "       pg_catalog.count(*) FILTER (WHERE NOT (%s))"
-						   "  FROM %s s GROUP BY 1 ORDER BY 1",
-						   q, ss->marker, ss->cfg->stg_sql),
-				   0, NULL, NULL, NULL, ss->snap, true, SPI_OK_SELECT, "reading the extracts");
+	/*
+	 * A plain SELECT, so it may run in parallel: a partial aggregate per
+	 * worker over the whole staging table (3M rows: 0.28 s instead of
+	 * 0.44 s here).
+	 */
+	scd2_exec_user_parallel(psprintf("SELECT CAST(s.%s AS pg_catalog.timestamptz),"
+									 "       pg_catalog.count(*) FILTER (WHERE NOT (%s))"
+									 "  FROM %s s GROUP BY 1 ORDER BY 1",
+									 q, ss->marker, ss->cfg->stg_sql),
+							0, NULL, NULL, ss->snap, "reading the extracts");
 	ss->n = (int) SPI_processed;
 	ss->at = palloc(sizeof(TimestampTz) * Max(ss->n, 1));
 	ss->rows = palloc(sizeof(int64) * Max(ss->n, 1));
