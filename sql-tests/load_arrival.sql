@@ -128,14 +128,33 @@ SELECT * FROM memory WHERE dim = 'dim_s'::regclass;
 
 -- Prune: only the owner; events before the horizon are forgotten.
 SELECT * FROM memory WHERE dim = 'dim_o'::regclass;
+-- what the owner sees of it before choosing the horizon: the live and the
+-- superseded rows, the live rows' instants and their bytes, as the memory
+-- holds them
+SELECT s.remembered, s.superseded, s.oldest::date, s.newest::date,
+       s.bytes = (SELECT sum(pg_column_size(m.*)) FROM scd2.arrival_memory m
+                   WHERE m.dimension = 'dim_o'::regclass) AS bytes_exact,
+       (s.remembered, s.superseded) = (SELECT count(*) FILTER (WHERE dropped_by IS NULL),
+                                              count(*) FILTER (WHERE dropped_by IS NOT NULL)
+                                         FROM scd2.arrival_memory WHERE dimension = 'dim_o'::regclass) AS counts_exact
+  FROM scd2.arrival_memory_size('dim_o') s;
+SELECT * FROM scd2.arrival_memory_size(NULL);
 SELECT scd2.prune_arrival_memory('dim_o', NULL);
 CREATE ROLE arr_other;
 GRANT USAGE ON SCHEMA arr TO arr_other;
+GRANT SELECT ON dim_o TO arr_other;
 SET ROLE arr_other;
 SELECT scd2.prune_arrival_memory('dim_o', 'infinity');
+-- a reader of the dimension is not its owner: the memory's size is refused
+SELECT * FROM scd2.arrival_memory_size('dim_o');
 RESET ROLE;
 SELECT scd2.prune_arrival_memory('dim_o', '2024-01-04');
 SELECT * FROM memory WHERE dim = 'dim_o'::regclass;
+SELECT remembered, superseded, oldest::date, newest::date, bytes > 0 AS has_bytes
+  FROM scd2.arrival_memory_size('dim_o');
+-- a table the memory holds nothing of (the staging table, owned by the same role)
+SELECT * FROM scd2.arrival_memory_size('stg');
+REVOKE SELECT ON dim_o FROM arr_other;
 REVOKE USAGE ON SCHEMA arr FROM arr_other;
 DROP ROLE arr_other;
 

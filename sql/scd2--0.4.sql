@@ -1272,6 +1272,15 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2.prune_arrival_memory(regclass, timestamptz) IS
     'forgets the remembered events of an order-free dimension effective before an instant (and what reverted or pruned runs no longer need); returns the rows removed';
 
+CREATE FUNCTION scd2.arrival_memory_size(dimension regclass,
+    OUT remembered bigint, OUT superseded bigint,
+    OUT oldest timestamptz, OUT newest timestamptz, OUT bytes bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'scd2_arrival_memory_size'
+LANGUAGE C CALLED ON NULL INPUT STABLE;
+COMMENT ON FUNCTION scd2.arrival_memory_size(regclass) IS
+    'how much an order-free dimension remembers: live and superseded rows, the live rows'' earliest and latest instants, bytes (its owner only)';
+
 -- The audit metrics of an order-free load: versions whose range grew
 -- (valid_from moved earlier), versions a later-arriving event superseded.
 ALTER TABLE scd2.audit_log

@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -33,6 +34,7 @@
 #include "arrival.h"
 
 PG_FUNCTION_INFO_V1(scd2_prune_arrival_memory);
+PG_FUNCTION_INFO_V1(scd2_arrival_memory_size);
 
 #define MEMORY_COLS "business_key pg_catalog.jsonb, effective pg_catalog.timestamptz," \
 	" present pg_catalog.bool, state pg_catalog.jsonb"
@@ -219,15 +221,7 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 				 errmsg("before must not be NULL"),
 				 errhint("Pass the retention horizon: remembered events effective before it are forgotten, e.g. now() - interval '90 days'.")));
 	dim_oid = PG_GETARG_OID(0);
-	if (get_rel_relkind(dim_oid) == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", dim_oid)));
-	if (!scd2_relation_ownercheck(dim_oid, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", scd2_relation_display_name(dim_oid)),
-				 errdetail("Only the owner of a dimension can prune what it remembers.")));
+	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can prune what it remembers.");
 	values[0] = ObjectIdGetDatum(dim_oid);
 	values[1] = PG_GETARG_DATUM(1);
 
@@ -256,4 +250,57 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 	scd2_unpin(pin);
 	SPI_finish();
 	PG_RETURN_INT64((int64) n);
+}
+
+/*
+ * scd2.arrival_memory_size(dimension): how much an order-free dimension
+ * remembers, so that its owner can choose the retention horizon of
+ * scd2.prune_arrival_memory: the live rows (remembered), the rows later
+ * loads superseded and a revert may bring back (superseded), the earliest
+ * and latest instants of the live rows, and the bytes of all of them
+ * (pg_column_size of each row: the heap data, not its indexes).  One
+ * statement on scd2.arrival_memory as the extension owner, through the
+ * memory's (dimension, run_id) index; only the dimension's owner.
+ */
+Datum
+scd2_arrival_memory_size(PG_FUNCTION_ARGS)
+{
+	Oid			dim_oid;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	TupleDesc	desc;
+	Datum		out[5];
+	bool		nulls[5];
+	HeapTupleHeader row;
+	int			pin;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	dim_oid = PG_GETARG_OID(0);
+	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can read how much it remembers.");
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "scd2: arrival_memory_size must return a row");
+	desc = BlessTupleDesc(desc);
+	values[0] = ObjectIdGetDatum(dim_oid);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	pin = scd2_pin_search_path();
+	(void) scd2_exec_catalog("SELECT pg_catalog.count(*) FILTER (WHERE m.dropped_by IS NULL),"
+							 "       pg_catalog.count(*) FILTER (WHERE m.dropped_by IS NOT NULL),"
+							 "       pg_catalog.min(m.effective) FILTER (WHERE m.dropped_by IS NULL),"
+							 "       pg_catalog.max(m.effective) FILTER (WHERE m.dropped_by IS NULL),"
+							 "       COALESCE(pg_catalog.sum(pg_catalog.pg_column_size(m.*)), 0)::pg_catalog.int8"
+							 "  FROM scd2.arrival_memory m WHERE m.dimension OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, SPI_OK_SELECT,
+							 "reading the size of the arrival memory");
+	for (int i = 0; i < 5; i++)
+		out[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &nulls[i]);
+	/* the row outlives SPI: form it in the caller's memory context */
+	row = SPI_returntuple(heap_form_tuple(desc, out, nulls), desc);
+	scd2_unpin(pin);
+	SPI_finish();
+	PG_RETURN_HEAPTUPLEHEADER(row);
 }

@@ -300,17 +300,7 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 				 errmsg("older_than must not be negative"),
 				 errhint("Pass interval '0' to prune every run logged so far.")));
 	if (OidIsValid(dim_oid))
-	{
-		if (get_rel_relkind(dim_oid) == '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("relation with OID %u does not exist", dim_oid)));
-		if (!scd2_relation_ownercheck(dim_oid, GetUserId()))
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("must be owner of table %s", scd2_relation_display_name(dim_oid)),
-					 errdetail("Only the owner of a dimension can prune its change log.")));
-	}
+		scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can prune its change log.");
 	values[0] = PointerGetDatum(older_than);
 	values[1] = ObjectIdGetDatum(dim_oid);
 	values[2] = BoolGetDatum(superuser());

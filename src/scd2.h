@@ -293,6 +293,7 @@ extern int64 scd2_changelog_reserved_run_id(void);
 
 /* util.c */
 extern char *scd2_relation_display_name(Oid relid);
+extern void scd2_require_relation_owner(Oid relid, const char *detail);
 extern char *scd2_operator_sql(Oid opno);
 extern char *scd2_collate_sql(Oid collid);
 extern void scd2_lock_dimension(Oid dim_oid, const char *dim_name, const char *detail_fmt);

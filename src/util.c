@@ -15,6 +15,7 @@
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
@@ -146,6 +147,26 @@ char *
 scd2_relation_display_name(Oid relid)
 {
 	return qualified_name(relid);
+}
+
+/*
+ * An existing relation the current user owns (or is a member of the
+ * owner's role of); else an error naming it, with detail saying what only
+ * its owner may do.  The owner-only maintenance of a dimension (pruning its
+ * change log or arrival memory, reading the memory's size) calls this.
+ */
+void
+scd2_require_relation_owner(Oid relid, const char *detail)
+{
+	if (get_rel_relkind(relid) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (!scd2_relation_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", scd2_relation_display_name(relid)),
+				 errdetail("%s", detail)));
 }
 
 /* OPERATOR(schema.=) for an operator OID. */

@@ -61,6 +61,7 @@ ENTRY_POINTS=(
     "dimension_at_known_at|SELECT (SELECT count(*) FROM scd2.dimension_at(NULL::m.dim, now(), now())) = (SELECT count(DISTINCT k) FROM m.dim) AS post \\gset|1"
     "prune_change_log|SELECT scd2.prune_change_log(interval '0', 'm.dim');|0"
     "prune_arrival_memory|SELECT scd2.prune_arrival_memory('m.dim', 'infinity');|0"
+    "arrival_memory_size|SELECT count(*) FROM scd2.arrival_memory_size('m.dim');|0"
     "register|SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg', on_schema_change => 'append_new_columns');|0"
     "asof|SELECT scd2.asof('m.dim', now(), KEY);|1"
     "dbt_apply|CALL scd2.apply('m.stg'::regclass, 'm.dim'::regclass) \\gset@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM scd2.audit_log WHERE run_id = :run_id \\gset@@\\endif|0"
@@ -75,7 +76,7 @@ ENTRY_POINTS=(
     "apply_order_free|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT public.mx_remembered() AS post \\gset@@\\endif|0|$ORDER_FREE_PREP"
     "merge_order_free|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT public.mx_remembered() AS post \\gset@@\\endif|0|$ORDER_FREE_PREP"
 )
-OWNER_ONLY=" register prune_change_log prune_arrival_memory "
+OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size "
 
 # The kinds of owner code: each is a shell function printing its setup
 # (run as the owner: it creates m.stg and m.dim, registered) and sets
