@@ -259,8 +259,8 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
  * loads superseded and a revert may bring back (superseded), the earliest
  * and latest instants of the live rows, and the bytes of all of them
  * (pg_column_size of each row: the heap data, not its indexes).  One
- * statement on scd2.arrival_memory as the extension owner, through the
- * memory's (dimension, run_id) index; only the dimension's owner.
+ * statement on scd2.arrival_memory, as the extension owner, of the
+ * dimension's rows only; only the dimension's owner may ask.
  */
 Datum
 scd2_arrival_memory_size(PG_FUNCTION_ARGS)
