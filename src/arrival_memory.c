@@ -28,6 +28,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -43,6 +44,34 @@ static void
 catalog_utility(const char *sql, const char *what)
 {
 	(void) scd2_exec_catalog(sql, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY, what);
+}
+
+/*
+ * A statement that reads the memory of one dimension by key or by row
+ * ($1 the dimension), planned without looking at which dimension it is
+ * (plan_cache_mode = force_generic_plan, for this statement only).
+ * Planned for the value, "dimension = $1" is estimated from the memory's
+ * statistics, and statistics gathered while only other dimensions had
+ * remembered anything say this one has no row: every index that starts
+ * with the dimension then looks as good as the probe by key, the planner
+ * took the smaller one, and each staged key's recall read the whole
+ * dimension's memory (200,000 keys of a batch sent again against 170,000
+ * remembered rows: more than 13 minutes instead of seconds).  Planned for
+ * any dimension, "dimension = $1" is one dimension's share of the memory,
+ * and the probe by dimension and key (or the TID scan of the superseded
+ * rows) is the cheaper plan whatever the statistics say.
+ */
+static uint64
+memory_exec_generic(const char *sql, int nargs, Oid *argtypes, Datum *values, int expected,
+					const char *what)
+{
+	int			nest = NewGUCNestLevel();
+	uint64		n;
+
+	scd2_set_local("plan_cache_mode", "force_generic_plan");
+	n = scd2_exec_catalog(sql, nargs, argtypes, values, NULL, false, expected, what);
+	AtEOXact_GUC(true, nest);
+	return n;
 }
 
 /*
@@ -101,7 +130,7 @@ scd2_arrival_memory_recall(Oid dim_oid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
 
-	(void) scd2_exec_catalog("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid)"
+	(void) memory_exec_generic("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid)"
 							 " SELECT m.business_key, m.effective, m.present, m.state, m.ctid"
 							 "   FROM ONLY " ARR_KEYS_TABLE " k CROSS JOIN LATERAL"
 							 "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state"
@@ -109,8 +138,7 @@ scd2_arrival_memory_recall(Oid dim_oid)
 							 "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND m0.dropped_by IS NULL"
 							 "            AND m0.business_key OPERATOR(pg_catalog.=) k.business_key"
 							 "            AND (m0.effective OPERATOR(pg_catalog.>=) k.since) IS TRUE OFFSET 0) m",
-							 1, argtypes, values, NULL, false, SPI_OK_INSERT,
-							 "recalling remembered events");
+							 1, argtypes, values, SPI_OK_INSERT, "recalling remembered events");
 }
 
 /*
@@ -149,13 +177,12 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
 
-	(void) scd2_exec_catalog("UPDATE scd2.arrival_memory m SET dropped_by = $2"
+	(void) memory_exec_generic("UPDATE scd2.arrival_memory m SET dropped_by = $2"
 							 " WHERE m.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.tid FROM ONLY " ARR_RECALLED_TABLE " c"
 							 "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
 							 "                             WHERE " SAME_EVENT("r", "c") ")))"
 							 "   AND m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
-							 2, argtypes, values, NULL, false, SPI_OK_UPDATE,
-							 "superseding remembered events");
+							 2, argtypes, values, SPI_OK_UPDATE, "superseding remembered events");
 	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
 							 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
 							 "   FROM ONLY " ARR_REMEMBER_TABLE " r"
