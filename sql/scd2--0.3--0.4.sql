@@ -689,14 +689,18 @@ CREATE TABLE scd2.arrival_memory (
     run_id       bigint      NOT NULL,   -- the load that remembered it
     dropped_by   bigint                  -- the load that superseded it (NULL: remembered now)
 );
-CREATE INDEX arrival_memory_key_idx ON scd2.arrival_memory (dimension, business_key, effective)
-    WHERE dropped_by IS NULL;
+-- A key's events (the recall), a dimension's rows (the sql_drop trigger).
+-- The only index with the dimension in it: whatever the statistics say of
+-- a dimension (taken while only others remembered anything, they estimate
+-- one row for it), the planner has no other index to read per staged key
+-- by dimension alone (src/arrival_memory.c, memory_exec_per_row).
+CREATE INDEX arrival_memory_key_idx ON scd2.arrival_memory (dimension, business_key, effective);
 -- whether anything remembered is as late as a load's earliest event (an
 -- in-order load then classifies its simple keys on the fast path), and prune
-CREATE INDEX arrival_memory_effective_idx ON scd2.arrival_memory (dimension, effective)
+CREATE INDEX arrival_memory_effective_idx ON scd2.arrival_memory (effective)
     WHERE dropped_by IS NULL;
--- a run's rows (revert), a dropped dimension's rows (the sql_drop trigger)
-CREATE INDEX arrival_memory_run_idx ON scd2.arrival_memory (dimension, run_id);
+-- a run's rows (revert; a run is of one dimension)
+CREATE INDEX arrival_memory_run_idx ON scd2.arrival_memory (run_id);
 CREATE INDEX arrival_memory_dropped_idx ON scd2.arrival_memory (dropped_by) WHERE dropped_by IS NOT NULL;
 COMMENT ON TABLE scd2.arrival_memory IS
     'scd2 arrival memory: the events of order-free dimensions that their versions do not show (no-op observations, deletes), for later out-of-order events; pruned with scd2.prune_arrival_memory';

@@ -47,28 +47,36 @@ catalog_utility(const char *sql, const char *what)
 }
 
 /*
- * A statement that reads the memory of one dimension by key or by row
- * ($1 the dimension), planned without looking at which dimension it is
- * (plan_cache_mode = force_generic_plan, for this statement only).
- * Planned for the value, "dimension = $1" is estimated from the memory's
- * statistics, and statistics gathered while only other dimensions had
- * remembered anything say this one has no row: every index that starts
- * with the dimension then looks as good as the probe by key, the planner
- * took the smaller one, and each staged key's recall read the whole
- * dimension's memory (200,000 keys of a batch sent again against 170,000
- * remembered rows: more than 13 minutes instead of seconds).  Planned for
- * any dimension, "dimension = $1" is one dimension's share of the memory,
- * and the probe by dimension and key (or the TID scan of the superseded
- * rows) is the cheaper plan whatever the statistics say.
+ * A statement that reads the memory of one dimension per staged key (the
+ * recall: probes of arrival_memory_key_idx) or per row the recall found
+ * (the supersede: a TID scan), whatever the memory's statistics say.
+ * Statistics taken while only other dimensions remembered anything
+ * estimate no row for this one; planned on them, the recall probed an
+ * index by dimension alone and read the dimension's whole memory for every
+ * staged key (200,000 keys of a batch sent again against 170,000
+ * remembered rows: more than 13 minutes instead of seconds), or scanned
+ * the table (or a whole index) per key when it was small at the last
+ * ANALYZE.  So the key index is the only index with the dimension in it
+ * (scd2--0.4.sql), the statement is planned for any dimension ("dimension
+ * = $1" one dimension's share: plan_cache_mode = force_generic_plan), and
+ * the other scans are off for this statement only: sequential scans for
+ * the recall, which leaves it the probe of the key index (tid_only: index
+ * and bitmap scans too, for the supersede, which leaves it its TID scan).
  */
 static uint64
-memory_exec_generic(const char *sql, int nargs, Oid *argtypes, Datum *values, int expected,
-					const char *what)
+memory_exec_per_row(const char *sql, int nargs, Oid *argtypes, Datum *values, bool tid_only,
+					int expected, const char *what)
 {
 	int			nest = NewGUCNestLevel();
 	uint64		n;
 
 	scd2_set_local("plan_cache_mode", "force_generic_plan");
+	scd2_set_local("enable_seqscan", "off");
+	if (tid_only)
+	{
+		scd2_set_local("enable_indexscan", "off");
+		scd2_set_local("enable_bitmapscan", "off");
+	}
 	n = scd2_exec_catalog(sql, nargs, argtypes, values, NULL, false, expected, what);
 	AtEOXact_GUC(true, nest);
 	return n;
@@ -101,7 +109,10 @@ scd2_arrival_memory_prepare(void)
  * (the load's earliest staged instant).  When it does not -- in-order
  * events, every remembered one older than the batch -- no staged key has
  * a remembered event its load must see, and the load's simple keys take
- * the fast path (load_arrival.c).  One probe of arrival_memory_effective_idx.
+ * the fast path (load_arrival.c).  A scan of arrival_memory_effective_idx
+ * from since on: the later events of every order-free dimension, usually
+ * none (or, on statistics that take this dimension for a small one, of
+ * its part of arrival_memory_key_idx).
  */
 bool
 scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since)
@@ -130,15 +141,15 @@ scd2_arrival_memory_recall(Oid dim_oid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
 
-	(void) memory_exec_generic("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid)"
-							 " SELECT m.business_key, m.effective, m.present, m.state, m.ctid"
-							 "   FROM ONLY " ARR_KEYS_TABLE " k CROSS JOIN LATERAL"
-							 "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state"
-							 "           FROM scd2.arrival_memory m0"
-							 "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND m0.dropped_by IS NULL"
-							 "            AND m0.business_key OPERATOR(pg_catalog.=) k.business_key"
-							 "            AND (m0.effective OPERATOR(pg_catalog.>=) k.since) IS TRUE OFFSET 0) m",
-							 1, argtypes, values, SPI_OK_INSERT, "recalling remembered events");
+	(void) memory_exec_per_row("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid)"
+							   " SELECT m.business_key, m.effective, m.present, m.state, m.ctid"
+							   "   FROM ONLY " ARR_KEYS_TABLE " k CROSS JOIN LATERAL"
+							   "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state"
+							   "           FROM scd2.arrival_memory m0"
+							   "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND m0.dropped_by IS NULL"
+							   "            AND m0.business_key OPERATOR(pg_catalog.=) k.business_key"
+							   "            AND (m0.effective OPERATOR(pg_catalog.>=) k.since) IS TRUE OFFSET 0) m",
+							   1, argtypes, values, false, SPI_OK_INSERT, "recalling remembered events");
 }
 
 /*
@@ -152,10 +163,11 @@ scd2_arrival_memory_recall(Oid dim_oid)
  * compared as jsonb, NULL as JSON null: every condition hashable; a
  * nested loop over unanalyzed work tables was quadratic), and the rows
  * superseded are found by the ctid the recall read (a TID scan).  The
- * recall probes arrival_memory_key_idx by dimension and key: its instant
- * is a filter (IS TRUE), so that arrival_memory_effective_idx, which only
- * the instant would match, is never the probe -- one probe would read
- * every later event of the dimension.  Neither the recall (a nested loop
+ * recall probes arrival_memory_key_idx by dimension and key
+ * (memory_exec_per_row): its instant is a filter (IS TRUE), so that
+ * arrival_memory_effective_idx, which only the instant would match, is
+ * never the probe -- one probe would read every later event of every
+ * dimension.  Neither the recall (a nested loop
  * driven by the staged keys, each an index probe: the LATERAL subquery is
  * fenced) nor the store joins the memory to a work table by the planner's
  * estimate of the memory: with statistics that do
@@ -177,12 +189,12 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
 
-	(void) memory_exec_generic("UPDATE scd2.arrival_memory m SET dropped_by = $2"
-							 " WHERE m.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.tid FROM ONLY " ARR_RECALLED_TABLE " c"
-							 "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
-							 "                             WHERE " SAME_EVENT("r", "c") ")))"
-							 "   AND m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
-							 2, argtypes, values, SPI_OK_UPDATE, "superseding remembered events");
+	(void) memory_exec_per_row("UPDATE scd2.arrival_memory m SET dropped_by = $2"
+							   " WHERE m.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.tid FROM ONLY " ARR_RECALLED_TABLE " c"
+							   "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
+							   "                             WHERE " SAME_EVENT("r", "c") ")))"
+							   "   AND m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
+							   2, argtypes, values, true, SPI_OK_UPDATE, "superseding remembered events");
 	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
 							 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
 							 "   FROM ONLY " ARR_REMEMBER_TABLE " r"

@@ -169,7 +169,7 @@ mark_dropped_runs(Datum dropped)
  * The arrival memory (0.4) of dropped dimensions: a later table given the
  * same oid must not recall another table's events.  Absent while the
  * library is newer than the extension's scripts.  Only the dropped tables'
- * rows are looked up (arrival_memory_run_idx): every load drops its work
+ * rows are looked up (arrival_memory_key_idx): every load drops its work
  * tables, and a scan of the whole memory would cost every load of every
  * dimension its size (40 ms at 170,000 rows).
  */
@@ -188,7 +188,7 @@ forget_dropped_memory(Datum dropped)
 /*
  * The dimensions that some of scd2's rows name but that no longer exist,
  * as a subquery over one column of oids: those that table's rows matching
- * where name (read through its index on dimension: arrival_memory_run_idx,
+ * where name (read through its index on dimension: arrival_memory_key_idx,
  * change_log_runs_live_dimension_idx) and pg_class lacks.  A table is usually
  * dropped with the event trigger firing, and then its oid is in
  * pg_event_trigger_dropped_objects(); this finds the others (dropped
