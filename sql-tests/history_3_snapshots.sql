@@ -12,9 +12,12 @@ SET search_path = histops, public;
 -- dimension a by apply_snapshots and to b one by one with scd2.apply;
 -- both start from the same first load.  Surrogate keys aside, every
 -- column of every row must be equal, and the metrics of every extract.
--- kind: 'table'; 'view' (the staging rows are fetched again by key, not
--- by ctid); 'not null' (a NOT NULL snapshot column: a delete marker is no
--- staging row).
+-- kind: 'table' (filled extract by extract: compared in one pass, with
+-- no sort); 'view' (the staging rows are fetched again by key, not by
+-- ctid); 'not null' (a NOT NULL snapshot column: a delete marker is no
+-- staging row); 'shuffled' (the rows stored in random order: a key's rows
+-- come out of extract order, and the extracts are compared by sorting);
+-- 'text key' (a text business key, hashed and compared in one pass).
 CREATE FUNCTION histops.snapshots_match(seed float8, days int, nkeys int, kind text DEFAULT 'table', OUT rows_equal boolean,
                                      OUT metrics_equal boolean, OUT extracts bigint, OUT versions bigint)
 LANGUAGE plpgsql AS $$
@@ -22,17 +25,18 @@ DECLARE
     d date;
     run bigint;
     first_run bigint;
+    idtype text := CASE kind WHEN 'text key' THEN 'text COLLATE "C"' ELSE 'int' END;
 BEGIN
     PERFORM setseed(seed);
     DROP VIEW IF EXISTS histops.snaps_v;
     DROP TABLE IF EXISTS histops.sa, histops.sb, histops.snaps, histops.stg1;
-    CREATE TABLE histops.sa (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v text, w int,
-                          valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
+    EXECUTE format('CREATE TABLE histops.sa (sk bigint GENERATED ALWAYS AS IDENTITY, id %s NOT NULL, v text, w int,'
+                   ' valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true)', idtype);
     CREATE TABLE histops.sb (LIKE histops.sa INCLUDING ALL);
     PERFORM scd2.register('histops.sa', ARRAY['id'], type1 => ARRAY['w'], mode => 'snapshot');
     PERFORM scd2.register('histops.sb', ARRAY['id'], type1 => ARRAY['w'], mode => 'snapshot');
-    CREATE TABLE histops.stg1 (id int, v text, w int);
-    CREATE TABLE histops.snaps (snap date, id int, v text, w int);
+    EXECUTE format('CREATE TABLE histops.stg1 (id %s, v text, w int)', idtype);
+    EXECUTE format('CREATE TABLE histops.snaps (snap date, id %s, v text, w int)', idtype);
     -- the state both start from
     INSERT INTO histops.stg1 SELECT g, 'a', 0 FROM generate_series(1, nkeys) g WHERE random() < 0.7;
     CALL scd2.apply('histops.stg1', 'histops.sa', '2023-12-31', run);
@@ -49,6 +53,12 @@ BEGIN
             INSERT INTO histops.snaps SELECT * FROM histops.snaps WHERE snap = d AND random() < 0.05;  -- duplicates
         END IF;
     END LOOP;
+    IF kind = 'shuffled' THEN
+        CREATE TEMP TABLE shuffled ON COMMIT DROP AS SELECT * FROM histops.snaps ORDER BY random();
+        TRUNCATE histops.snaps;
+        INSERT INTO histops.snaps SELECT * FROM shuffled;
+        DROP TABLE shuffled;
+    END IF;
     CREATE VIEW histops.snaps_v AS SELECT * FROM histops.snaps;
     IF kind = 'not null' THEN
         ALTER TABLE histops.snaps ALTER snap SET NOT NULL;
@@ -95,8 +105,10 @@ SELECT scd2.rewind('histops.sa', (SELECT min(run_id) FROM scd2.change_log_runs W
 SELECT count(*) AS versions_left FROM histops.sa;
 
 -- The same from a view (its rows are fetched again by key and extract,
--- not by ctid) and with a NOT NULL snapshot column.
-SELECT kind, (histops.snapshots_match(0.3, 10, 40, kind)).* FROM unnest(ARRAY['view', 'not null']) kind;
+-- not by ctid), with a NOT NULL snapshot column, from a table whose
+-- rows are stored in random order (compared by sorting them), and with a
+-- text business key.
+SELECT kind, (histops.snapshots_match(0.3, 10, 40, kind)).* FROM unnest(ARRAY['view', 'not null', 'shuffled', 'text key']) kind;
 
 -- The small example of the docs.
 CREATE TABLE dim_item (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, price int,

@@ -17,6 +17,11 @@
 #error "scd2 requires PostgreSQL 15 or later (MERGE)"
 #endif
 
+/* A tid Datum as an ItemPointer: storage/itemptr.h has it from 16 on. */
+#if PG_VERSION_NUM < 160000
+#define DatumGetItemPointer(X) ((ItemPointer) DatumGetPointer(X))
+#endif
+
 /* pg_class_ownercheck and pg_namespace_aclcheck became object_*check in 16. */
 #if PG_VERSION_NUM >= 160000
 #include "catalog/pg_class.h"

@@ -36,8 +36,11 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "access/xact.h"
+#include "nodes/params.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 /*
  * The owner of the innermost owner context, InvalidOid outside one.  A
@@ -168,6 +171,57 @@ scd2_exec_user_parallel(const char *sql, int nargs, const Oid *argtypes, const D
 		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
 	SPI_freeplan(plan);
 	AtEOXact_GUC(false, nest);
+}
+
+/*
+ * A query on user data whose rows go to dest instead of SPI's tuple table
+ * (a receiver that works on them as they come: fn_apply_snapshots.c's
+ * streaming comparison), as scd2_exec_user runs a statement: in the owner
+ * context, restricted, with snap (its command id advanced past the
+ * statements before, as SPI_execute_snapshot does) and a nest level of its
+ * own.  Serial: the receiver sees the rows in the order of the scan.
+ * Returns the rows sent.
+ */
+uint64
+scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes, const Datum *values,
+					Snapshot snap, DestReceiver *dest, const char *what)
+{
+	SPIPlanPtr	plan;
+	SPIExecuteOptions opts;
+	ParamListInfo params = makeParamList(nargs);
+	int			rc;
+	int			nest;
+
+	scd2_exec_require_owner(true, what);
+	nest = NewGUCNestLevel();
+	/* in the scan's own order: no workers, no scan joining another midway */
+	scd2_set_local("max_parallel_workers_per_gather", "0");
+	scd2_set_local("synchronize_seqscans", "off");
+	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+	if (plan == NULL)
+		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
+	for (int i = 0; i < nargs; i++)
+	{
+		params->params[i].value = values[i];
+		params->params[i].isnull = false;
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = argtypes[i];
+	}
+	memset(&opts, 0, sizeof(opts));
+	opts.params = params;
+	opts.read_only = true;		/* read with the snapshot pushed here */
+	opts.dest = dest;
+	CommandCounterIncrement();
+	PushCopiedSnapshot(snap);
+	UpdateActiveSnapshotCommandId();
+	rc = SPI_execute_plan_extended(plan, &opts);
+	PopActiveSnapshot();
+	/* SPI says SPI_OK_UTILITY of a query whose rows went to another receiver */
+	if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
+		elog(ERROR, "scd2: %s failed: %s", what, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+	AtEOXact_GUC(false, nest);
+	return SPI_processed;
 }
 
 /* A utility statement on the load's work tables, as the owner. */
