@@ -259,11 +259,25 @@ scd2_exec_catalog_snap(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	Oid			save_userid;
 	int			save_sec;
 	int			nest = scd2_pin_search_path();
-	uint64		n;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile uint64 n = 0;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec);
 	SetUserIdAndSecContext(scd2_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	n = spi_run(sql, nargs, argtypes, values, nulls, snap, read_only, expected, what);
+	PG_TRY();
+	{
+		n = spi_run(sql, nargs, argtypes, values, nulls, snap, read_only, expected, what);
+	}
+	PG_CATCH();
+	{
+		/*
+		 * A cancel, a timeout, a lock or serialization failure: in scd2's
+		 * words, not its generated SQL (an internal error keeps it).
+		 */
+		SetUserIdAndSecContext(save_userid, save_sec);
+		scd2_rethrow_without_sql(cxt, psprintf("scd2: %s", what));
+	}
+	PG_END_TRY();
 	SetUserIdAndSecContext(save_userid, save_sec);
 	scd2_unpin(nest);
 	return n;
@@ -329,6 +343,9 @@ scd2_rethrow_without_sql(MemoryContext cxt, const char *line)
 		PG_RE_THROW();
 	FlushErrorState();
 	edata->context = scd2_context_without_sql(edata->context, line);
+	/* nor the statement as "QUERY:" with its "LINE n:" (an error while parsing it) */
+	edata->internalquery = NULL;
+	edata->internalpos = 0;
 	ReThrowError(edata);
 }
 

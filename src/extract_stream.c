@@ -203,6 +203,9 @@ stream_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	es->keys = hash_create("scd2 extract keys", 1024, &ctl,
 						   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	es->rel = table_open(es->changes_oid, RowExclusiveLock);
+	/* rows go in by table_tuple_insert: no index, trigger or constraint to keep */
+	if (es->rel->rd_rel->relhasindex || es->rel->trigdesc != NULL || es->rel->rd_att->constr != NULL)
+		elog(ERROR, "scd2: the work table of extract changes has an index, trigger or constraint");
 	es->out = MakeSingleTupleTableSlot(RelationGetDescr(es->rel), &TTSOpsVirtual);
 	es->bistate = GetBulkInsertState();
 	es->cid = GetCurrentCommandId(true);

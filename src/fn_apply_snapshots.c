@@ -7,9 +7,11 @@
  * The result is that of loading the extracts one by one (rows, validity,
  * metrics, one audit row and one revertible run per extract); what makes
  * each load small is that the extracts are compared with each other first
- * (compare_extracts: one pass over the staging table, one sort of each
- * row's key, extract and two hashes of its text, window functions over
- * it; no join of extract with extract):
+ * (compare_extracts: one pass over the staging table, no join of extract
+ * with extract -- from a plain table filled extract by extract a stream
+ * of its rows in their stored order, one hash-table entry per key
+ * (extract_stream.c); else, or when that gives up, one sort of each row's
+ * key, extract and two hashes of its text, window functions over it):
  *   - the first extract is loaded whole, in snapshot mode;
  *   - a later one is loaded as its changes since the extract before: a
  *     key's row is left out when the key has exactly that one row, the
@@ -19,9 +21,9 @@
  *     extract before had and this one lacks gets a delete marker; the load
  *     is incremental, with those markers and the registered delete marker
  *     as its delete marker (load.c, use_extract).
- * The rows to load are then fetched again (fill_extracts), by ctid from a
- * plain table, else by key and extract, all reads of the staging table in
- * one snapshot.  Each load is scd2_run_load, with its checks, guards (an
+ * The rows to load are then fetched again (fill_extracts), by ctid (TID
+ * scans) from a plain table, else by key and extract, all reads of the
+ * staging table in one snapshot.  Each load is scd2_run_load, with its checks, guards (an
  * empty extract, max_close_fraction), change log and write path.
  *
  * An extract is one distinct value of snapshot_column (date, timestamp or
@@ -310,17 +312,17 @@ times_array(const Snapshots *ss)
 }
 
 /*
- * The extracts compared, in one pass over the staging table: every row,
- * narrowed to its key, its extract, two 64-bit hashes of its text (so the
- * one sort, by key and extract, moves little) and, fetched again by ctid,
- * its ctid; then, per key in extract order (window functions over that
- * sort, no join):
+ * The extracts compared by sorting, in one pass over the staging table:
+ * every row, narrowed to its key, its extract, two 64-bit hashes of its
+ * text (so the one sort, by key and extract, moves little) and, fetched
+ * again by ctid, its ctid; then, per key in extract order (window
+ * functions over that sort, no join):
  *   - a key of a later extract is to be loaded unless it has one row
  *     there, had exactly one row in the extract before, and both have the
  *     same text (the same two seeded 64-bit hashes of it: a changed row
- *     passes for unchanged only if both collide) -- after the load of the extract before,
- *     the dimension holds that row's state, so loading it again changes
- *     nothing;
+ *     passes for unchanged only if both collide) -- after the load of the
+ *     extract before, the dimension holds that row's state, so loading it
+ *     again changes nothing;
  *   - a key's last row of an extract the next extract lacks the key of
  *     marks the key gone from that next extract (`_n + 1).
  * By ctid, every row to load is listed (and the rows without a business
@@ -328,39 +330,6 @@ times_array(const Snapshots *ss)
  * rows of the extract, and fill_extracts takes the first extract and the
  * rows without a key itself.  $1: the extracts' times; $2: how many.
  */
-static void compare_extracts_sorting(Snapshots *ss);
-
-/*
- * The same comparison in one pass over a plain staging table with no sort
- * (extract_stream.c), when its rows come extract by extract for each key
- * (a table filled extract by extract) and its keys fit in
- * maintenance_work_mem; else what it wrote goes and the sort does it.
- */
-static void
-compare_extracts(Snapshots *ss)
-{
-	const Scd2Config *cfg = ss->cfg;
-	const char *why = NULL;
-	char	   *sql;
-
-	if (!ss->by_row)
-	{
-		compare_extracts_sorting(ss);
-		return;
-	}
-	sql = psprintf("SELECT s.ctid, CAST(s.%s AS pg_catalog.timestamptz), %s, %s FROM %s s WHERE NOT (%s)",
-				   quote_identifier(ss->snap_col), key_list(cfg, "s."), ss->img, cfg->stg_sql, ss->marker);
-	if (scd2_compare_extracts_streaming(sql, 0, NULL, NULL, ss->snap, cfg->nkeys, ss->n, ss->at,
-										RangeVarGetRelid(makeRangeVar("pg_temp", CHANGES_RELNAME, -1),
-														 RowExclusiveLock, false),
-										&why))
-		return;
-	elog(DEBUG1, "scd2.apply_snapshots compares the extracts by sorting them: %s", why);
-	scd2_exec_user("DELETE FROM " CHANGES_TABLE, 0, NULL, NULL, NULL, InvalidSnapshot, false,
-				   SPI_OK_DELETE, "comparing the extracts");
-	compare_extracts_sorting(ss);
-}
-
 static void
 compare_extracts_sorting(Snapshots *ss)
 {
@@ -414,6 +383,39 @@ compare_extracts_sorting(Snapshots *ss)
 				   2, argtypes, values, NULL, ss->snap, false, SPI_OK_INSERT,
 				   "comparing the extracts");
 }
+
+/*
+ * The extracts compared: in one pass over a plain staging table with no
+ * sort (extract_stream.c) when its rows come extract by extract for each
+ * key (a table filled extract by extract), its key types hash and its
+ * keys fit in maintenance_work_mem; else -- a view, Citus, or that pass
+ * gave up, and what it wrote goes -- by sorting.
+ */
+static void
+compare_extracts(Snapshots *ss)
+{
+	const Scd2Config *cfg = ss->cfg;
+	const char *why = NULL;
+	char	   *sql;
+
+	if (!ss->by_row)
+	{
+		compare_extracts_sorting(ss);
+		return;
+	}
+	sql = psprintf("SELECT s.ctid, CAST(s.%s AS pg_catalog.timestamptz), %s, %s FROM %s s WHERE NOT (%s)",
+				   quote_identifier(ss->snap_col), key_list(cfg, "s."), ss->img, cfg->stg_sql, ss->marker);
+	if (scd2_compare_extracts_streaming(sql, 0, NULL, NULL, ss->snap, cfg->nkeys, ss->n, ss->at,
+										RangeVarGetRelid(makeRangeVar("pg_temp", CHANGES_RELNAME, -1),
+														 RowExclusiveLock, false),
+										&why))
+		return;
+	elog(DEBUG1, "scd2.apply_snapshots compares the extracts by sorting them: %s", why);
+	scd2_exec_user("DELETE FROM " CHANGES_TABLE, 0, NULL, NULL, NULL, InvalidSnapshot, false,
+				   SPI_OK_DELETE, "comparing the extracts");
+	compare_extracts_sorting(ss);
+}
+
 
 /*
  * The work table the loads read: the rows compare_extracts chose, fetched
