@@ -120,6 +120,13 @@ SELECT count(*) AS versions_left FROM histops.sa;
 -- text business key.
 SELECT kind, m.* FROM unnest(ARRAY['view', 'not null', 'shuffled', 'text key']) kind, histops.snapshots_match(0.3, 10, 40, kind) m;
 
+-- More random series, each compared with one-by-one loading: stored in
+-- extract order (the one pass) and in random order (the sort).
+SELECT kind, count(*) FILTER (WHERE m.rows_equal AND m.metrics_equal) AS equal, count(*) AS series
+  FROM unnest(ARRAY['table', 'shuffled']) kind, generate_series(1, 8) i,
+       histops.snapshots_match(0.6 + i / 100.0, 6 + i % 5, 15 + i, kind) m
+ GROUP BY kind ORDER BY kind;
+
 -- 9,000 keys whose table outgrows maintenance_work_mem (1MB) part way
 -- through the rows: the same result by sorting.
 SELECT * FROM histops.snapshots_match(0.4, 3, 9000, 'low memory');
