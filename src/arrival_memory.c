@@ -167,15 +167,14 @@ scd2_arrival_memory_recall(Oid dim_oid)
  * (memory_exec_per_row): its instant is a filter (IS TRUE), so that
  * arrival_memory_effective_idx, which only the instant would match, is
  * never the probe -- one probe would read every later event of every
- * dimension.  Neither the recall (a nested loop
- * driven by the staged keys, each an index probe: the LATERAL subquery is
- * fenced) nor the store joins the memory to a work table by the planner's
- * estimate of the memory: with statistics that do
- * not know the dimension yet (a new one, or its memory grown since the
- * last ANALYZE) it was estimated at one row, and a nested loop over the
- * memory re-ran the work tables' anti join once per remembered row -- a
- * batch of 200,000 rows sent again ran for more than 9 minutes instead of
- * seconds.
+ * dimension.  Neither the recall (a nested loop driven by the staged keys,
+ * each an index probe: the LATERAL subquery is fenced) nor the store joins
+ * the memory to a work table by the planner's estimate of the memory: with
+ * statistics that do not know the dimension yet (a new one, or its
+ * memory grown since the last ANALYZE) it was estimated at one row, and a
+ * nested loop over the memory re-ran the work tables' anti join once per
+ * remembered row -- a batch of 200,000 rows sent again ran for more than 9
+ * minutes instead of seconds.
  */
 #define SAME_EVENT(a, b) \
 	a ".business_key OPERATOR(pg_catalog.=) " b ".business_key AND " \

@@ -33,11 +33,10 @@
  */
 #include "scd2.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "access/xact.h"
-#include "nodes/params.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -174,7 +173,8 @@ scd2_exec_user_parallel(const char *sql, int nargs, const Oid *argtypes, const D
 }
 
 /*
- * A query on user data whose rows go to dest instead of SPI's tuple table
+ * A query on user data (no parameters) whose rows go to dest instead of
+ * SPI's tuple table
  * (a receiver that works on them as they come: fn_apply_snapshots.c's
  * streaming comparison), as scd2_exec_user runs a statement: in the owner
  * context, restricted, with snap (its command id advanced past the
@@ -183,12 +183,10 @@ scd2_exec_user_parallel(const char *sql, int nargs, const Oid *argtypes, const D
  * Returns the rows sent.
  */
 uint64
-scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes, const Datum *values,
-					Snapshot snap, DestReceiver *dest, const char *what)
+scd2_exec_user_into(const char *sql, Snapshot snap, DestReceiver *dest, const char *what)
 {
 	SPIPlanPtr	plan;
 	SPIExecuteOptions opts;
-	ParamListInfo params = makeParamList(nargs);
 	int			rc;
 	int			nest;
 
@@ -197,18 +195,10 @@ scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes, const Datum
 	/* in the scan's own order: no workers, no scan joining another midway */
 	scd2_set_local("max_parallel_workers_per_gather", "0");
 	scd2_set_local("synchronize_seqscans", "off");
-	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+	plan = SPI_prepare(sql, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
-	for (int i = 0; i < nargs; i++)
-	{
-		params->params[i].value = values[i];
-		params->params[i].isnull = false;
-		params->params[i].pflags = PARAM_FLAG_CONST;
-		params->params[i].ptype = argtypes[i];
-	}
 	memset(&opts, 0, sizeof(opts));
-	opts.params = params;
 	opts.read_only = true;		/* read with the snapshot pushed here */
 	opts.dest = dest;
 	CommandCounterIncrement();

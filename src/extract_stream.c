@@ -24,7 +24,7 @@
  * same as the key's only row of the extract before.  A row of extract n
  * is to be loaded unless n > 1, it is its key's only row of n, and it is
  * the same as its key's only row of n - 1 ("the same": the same two
- * seeded 64-bit hashes of the bytes of its columns, image_hash -- where
+ * seeded 64-bit hashes of the bytes of its columns, image_hashes -- where
  * the window version hashes the row's text, which costs the type output
  * of every column: 2.1 s of 3,000,000 rows against 0.4 s; equal bytes are
  * equal text, so no row the text would load is left out); the
@@ -40,18 +40,15 @@
 #include "scd2.h"
 
 #include "access/heapam.h"
-#include "access/hash.h"
-#include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/tupmacs.h"
 #include "access/xact.h"
-#include "storage/itemptr.h"
-#include "access/stratnum.h"
-#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/itemptr.h"
 #include "tcop/dest.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -105,8 +102,6 @@ typedef struct ExtractStream
 	FmgrInfo   *hash_fn;
 	FmgrInfo   *eq_fn;
 	Oid		   *coll;
-	bool	   *byval;
-	int16	   *typlen;
 	TupleDesc	desc;			/* of the query's rows */
 	MemoryContext cxt;			/* the key table and its copies */
 	HTAB	   *keys;
@@ -168,8 +163,6 @@ key_functions(ExtractStream *es, TupleDesc desc)
 		fmgr_info_copy(&es->hash_fn[i], &te->hash_proc_finfo, es->cxt);
 		fmgr_info_copy(&es->eq_fn[i], &te->eq_opr_finfo, es->cxt);
 		es->coll[i] = a->attcollation;
-		es->byval[i] = a->attbyval;
-		es->typlen[i] = a->attlen;
 	}
 	return true;
 }
@@ -186,8 +179,6 @@ stream_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	es->hash_fn = MemoryContextAllocZero(es->cxt, sizeof(FmgrInfo) * es->nkeys);
 	es->eq_fn = MemoryContextAllocZero(es->cxt, sizeof(FmgrInfo) * es->nkeys);
 	es->coll = MemoryContextAllocZero(es->cxt, sizeof(Oid) * es->nkeys);
-	es->byval = MemoryContextAllocZero(es->cxt, sizeof(bool) * es->nkeys);
-	es->typlen = MemoryContextAllocZero(es->cxt, sizeof(int16) * es->nkeys);
 	if (!key_functions(es, typeinfo))
 	{
 		es->failed = "a business key type has no hash opclass with its default equality";
@@ -255,47 +246,59 @@ decide_last(ExtractStream *es, KeyEntry *e, int32 next)
 }
 
 /*
- * A seeded 64-bit hash of the row's image: of each column's bytes (a
- * varlena's detoasted data, a by-value Datum as it is), NULL as a constant
- * of its own.  Two rows whose images hash the same under two seeds are
- * taken for the same: equal bytes are the same value in every type, and
- * two different values collide in both with a chance of 2^-128.
+ * Two seeded 64-bit hashes of the row's image, in one pass over its
+ * columns (a varlena detoasted once): of each column's bytes (a varlena's
+ * data, a by-value Datum as stored), NULL as a constant of its own.  Two
+ * rows whose images hash the same under both seeds are taken for the
+ * same: equal bytes are the same value in every type, and two different
+ * values collide in both with a chance of 2^-128.
  */
-static uint64
-image_hash(const ExtractStream *es, const Datum *v, const bool *isnull, uint64 seed)
+static void
+image_hashes(const ExtractStream *es, const Datum *v, const bool *isnull, uint64 *h1, uint64 *h2)
 {
-	uint64		h = seed;
-
+	*h1 = 0;
+	*h2 = 1;
 	for (int i = COL_KEY + es->nkeys; i < es->desc->natts; i++)
 	{
 		Form_pg_attribute a = TupleDescAttr(es->desc, i);
-		uint64		c;
+		const unsigned char *bytes;
+		int			len;
+		char		buf[sizeof(Datum)];
+		struct varlena *d = NULL;
 
 		if (isnull[i])
-			c = UINT64CONST(0x9e3779b97f4a7c15) + seed;
-		else if (a->attbyval)
 		{
-			char		buf[sizeof(Datum)];
-
+			*h1 = hash_combine64(*h1, UINT64CONST(0x9e3779b97f4a7c15));
+			*h2 = hash_combine64(*h2, UINT64CONST(0x9e3779b97f4a7c16));
+			continue;
+		}
+		if (a->attbyval)
+		{
 			store_att_byval(buf, v[i], a->attlen);
-			c = hash_bytes_extended((const unsigned char *) buf, a->attlen, seed);
+			bytes = (const unsigned char *) buf;
+			len = a->attlen;
 		}
 		else if (a->attlen == -1)
 		{
-			struct varlena *d = PG_DETOAST_DATUM_PACKED(v[i]);
-
-			c = hash_bytes_extended((const unsigned char *) VARDATA_ANY(d), VARSIZE_ANY_EXHDR(d), seed);
-			if ((Pointer) d != DatumGetPointer(v[i]))
-				pfree(d);
+			d = PG_DETOAST_DATUM_PACKED(v[i]);
+			bytes = (const unsigned char *) VARDATA_ANY(d);
+			len = VARSIZE_ANY_EXHDR(d);
 		}
 		else if (a->attlen == -2)
-			c = hash_bytes_extended((const unsigned char *) DatumGetCString(v[i]),
-									strlen(DatumGetCString(v[i])), seed);
+		{
+			bytes = (const unsigned char *) DatumGetCString(v[i]);
+			len = strlen(DatumGetCString(v[i]));
+		}
 		else
-			c = hash_bytes_extended((const unsigned char *) DatumGetPointer(v[i]), a->attlen, seed);
-		h = hash_combine64(h, c);
+		{
+			bytes = (const unsigned char *) DatumGetPointer(v[i]);
+			len = a->attlen;
+		}
+		*h1 = hash_combine64(*h1, hash_bytes_extended(bytes, len, 0));
+		*h2 = hash_combine64(*h2, hash_bytes_extended(bytes, len, 1));
+		if (d != NULL && (Pointer) d != DatumGetPointer(v[i]))
+			pfree(d);
 	}
-	return h;
 }
 
 /* Extract number (1..n) of a time the extracts have. */
@@ -329,12 +332,14 @@ keep_key(ExtractStream *es, KeyEntry *e, const Datum *values)
 
 	for (int i = 0; i < es->nkeys; i++)
 	{
-		if (es->byval[i])
+		Form_pg_attribute a = TupleDescAttr(es->desc, COL_KEY + i);
+
+		if (a->attbyval)
 			copy[i] = values[i];
-		else if (es->typlen[i] == -1)	/* detoasted once, not per probe */
+		else if (a->attlen == -1)	/* detoasted once, not per probe */
 			copy[i] = PointerGetDatum(PG_DETOAST_DATUM_COPY(values[i]));
 		else
-			copy[i] = datumCopy(values[i], false, es->typlen[i]);
+			copy[i] = datumCopy(values[i], false, a->attlen);
 	}
 	MemoryContextSwitchTo(old);
 	e->key.values = copy;
@@ -375,8 +380,7 @@ stream_receive(TupleTableSlot *slot, DestReceiver *self)
 		es->failed = "its keys outgrew maintenance_work_mem";
 		return false;
 	}
-	h1 = image_hash(es, v, isnull, 0);
-	h2 = image_hash(es, v, isnull, 1);
+	image_hashes(es, v, isnull, &h1, &h2);
 	ref.values = &v[COL_KEY];
 	current = es;
 	e = (KeyEntry *) hash_search(es->keys, &ref, HASH_ENTER, &found);
@@ -438,10 +442,8 @@ stream_destroy(DestReceiver *self)
 }
 
 bool
-scd2_compare_extracts_streaming(const char *sql, int nargs, const Oid *argtypes,
-								const Datum *values, Snapshot snap, int nkeys,
-								int n, const TimestampTz *at, Oid changes_oid,
-								const char **why)
+scd2_compare_extracts_streaming(const char *sql, Snapshot snap, int nkeys, int n,
+								const TimestampTz *at, Oid changes_oid, const char **why)
 {
 	ExtractStream es;
 
@@ -458,8 +460,7 @@ scd2_compare_extracts_streaming(const char *sql, int nargs, const Oid *argtypes,
 	/* outlives the executor's memory, in which the receiver starts */
 	es.cxt = AllocSetContextCreate(CurrentMemoryContext, "scd2 extract comparison",
 								   ALLOCSET_DEFAULT_SIZES);
-	(void) scd2_exec_user_into(sql, nargs, argtypes, values, snap, (DestReceiver *) &es,
-							   "comparing the extracts");
+	(void) scd2_exec_user_into(sql, snap, (DestReceiver *) &es, "comparing the extracts");
 	current = NULL;
 	if (es.failed == NULL)
 		elog(DEBUG1, "scd2.apply_snapshots compared " UINT64_FORMAT " staging rows of %ld keys in one pass, in %zu bytes",

@@ -23,8 +23,9 @@
  *     as its delete marker (load.c, use_extract).
  * The rows to load are then fetched again (fill_extracts), by ctid (TID
  * scans) from a plain table, else by key and extract, all reads of the
- * staging table in one snapshot.  Each load is scd2_run_load, with its checks, guards (an
- * empty extract, max_close_fraction), change log and write path.
+ * staging table in one snapshot.  Each load is scd2_run_load, with its
+ * checks, guards (an empty extract, max_close_fraction), change log and
+ * write path.
  *
  * An extract is one distinct value of snapshot_column (date, timestamp or
  * timestamptz; as timestamptz, the load's effective_at).  A row whose
@@ -405,7 +406,7 @@ compare_extracts(Snapshots *ss)
 	}
 	sql = psprintf("SELECT s.ctid, CAST(s.%s AS pg_catalog.timestamptz), %s, %s FROM %s s WHERE NOT (%s)",
 				   quote_identifier(ss->snap_col), key_list(cfg, "s."), ss->img, cfg->stg_sql, ss->marker);
-	if (scd2_compare_extracts_streaming(sql, 0, NULL, NULL, ss->snap, cfg->nkeys, ss->n, ss->at,
+	if (scd2_compare_extracts_streaming(sql, ss->snap, cfg->nkeys, ss->n, ss->at,
 										RangeVarGetRelid(makeRangeVar("pg_temp", CHANGES_RELNAME, -1),
 														 RowExclusiveLock, false),
 										&why))
@@ -415,7 +416,6 @@ compare_extracts(Snapshots *ss)
 				   SPI_OK_DELETE, "comparing the extracts");
 	compare_extracts_sorting(ss);
 }
-
 
 /*
  * The work table the loads read: the rows compare_extracts chose, fetched
