@@ -219,10 +219,11 @@ SELECT count(*) > 0 AS others_kept FROM scd2.arrival_memory WHERE dimension = 'd
 -- The memory's statistics taken while only other dimensions remembered
 -- anything (as on any database where a new order-free dimension joins
 -- others) estimate no row for the new one: its recall must still probe by
--- key.  A batch of 300 keys sent again (each key recomputed, 300 events
--- remembered): the memory's index scans in that load fetch about one row
--- per key (planned for this dimension they read its whole memory per key,
--- 300 x 300).
+-- key.  A batch of 600 keys sent again (each key recomputed; 300 deletes
+-- of absent keys remembered a row each, 300 no-op observations in one row
+-- of surrogate keys): the memory's index scans in that load fetch about
+-- one row per key (planned for this dimension they read its whole memory
+-- per key, 600 x 301).
 CREATE TABLE dim_n (LIKE dim_o INCLUDING IDENTITY);
 SELECT scd2.register('dim_n', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
                      delete_column => 'del', is_current_column => 'is_current',
@@ -232,12 +233,93 @@ TRUNCATE stg;
 INSERT INTO stg SELECT g, 'v', 1, '2024-03-01', false FROM generate_series(1, 300) g;
 SELECT count(*) FROM scd2.merge('stg', 'dim_n');
 UPDATE stg SET eff = '2024-03-02';
+INSERT INTO stg SELECT g, NULL, NULL, '2024-03-02', true FROM generate_series(1001, 1300) g;
 SELECT count(*) FROM scd2.merge('stg', 'dim_n');
-SELECT count(*) AS remembered FROM scd2.arrival_memory WHERE dimension = 'dim_n'::regclass;
+SELECT count(*) AS rows, sum(coalesce(cardinality(versions), 1)) AS events,
+       count(*) FILTER (WHERE versions IS NOT NULL) AS rows_of_versions
+  FROM scd2.arrival_memory WHERE dimension = 'dim_n'::regclass;
 BEGIN;
 SELECT count(*) FROM scd2.merge('stg', 'dim_n');
 SELECT idx_tup_fetch BETWEEN 300 AND 1500 AS probed_by_key
   FROM pg_stat_xact_all_tables WHERE relid = 'scd2.arrival_memory'::regclass;
 COMMIT;
-SELECT count(*) AS remembered FROM scd2.arrival_memory WHERE dimension = 'dim_n'::regclass AND dropped_by IS NULL;
+-- sent again, nothing changes: the same rows
+SELECT count(*) AS rows, sum(coalesce(cardinality(versions), 1)) AS events
+  FROM scd2.arrival_memory WHERE dimension = 'dim_n'::regclass AND dropped_by IS NULL;
+SELECT count(*) AS superseded FROM scd2.arrival_memory WHERE dimension = 'dim_n'::regclass AND dropped_by IS NOT NULL;
 DROP TABLE dim_n;
+
+-- Observations of versions: an in-order load's rows that are identical to
+-- their key's current version are remembered as the versions' surrogate
+-- keys, one row per instant (versions), not a row each.  A late event
+-- splits at them as at any remembered event; the row of keys is then
+-- superseded and its other keys kept in a row of the late load, which a
+-- revert deletes, bringing the old row back.
+CREATE TABLE dim_v (LIKE dim_o INCLUDING IDENTITY);
+SELECT scd2.register('dim_v', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
+                     delete_column => 'del', is_current_column => 'is_current',
+                     surrogate_key_column => 'sk', order_free => true);
+SELECT * FROM load('dim_v', $$(1, 'A', 1, '2024-01-01', false)$$, $$(2, 'B', 2, '2024-01-01', false)$$,
+                   $$(3, 'C', NULL, '2024-01-01', false)$$);
+SELECT * FROM load('dim_v', $$(1, 'A', 1, '2024-01-05', false)$$, $$(2, 'B', 2, '2024-01-05', false)$$,
+                   $$(3, 'C', NULL, '2024-01-05', false)$$);
+CREATE VIEW memory_v AS
+    SELECT m.effective::date AS effective, m.business_key, m.versions, m.run_id - (SELECT min(run_id) FROM scd2.change_log_runs
+                                                                                     WHERE dimension = 'dim_v'::regclass) AS run,
+           m.dropped_by - (SELECT min(run_id) FROM scd2.change_log_runs WHERE dimension = 'dim_v'::regclass) AS dropped_by_run
+      FROM scd2.arrival_memory m WHERE m.dimension = 'dim_v'::regclass ORDER BY m.run_id, m.effective;
+SELECT * FROM memory_v;
+SELECT remembered, superseded FROM scd2.arrival_memory_size('dim_v');
+SELECT scd2_test.checksum('scd2.arrival_memory') AS mem_v, scd2_test.checksum('dim_v') AS dim_v \gset
+-- a late change of key 2 on the 3rd: B until the 3rd, X until the 5th, B again
+SELECT * FROM load('dim_v', $$(2, 'X', 2, '2024-01-03', false)$$);
+SELECT k, a, b, valid_from, valid_to, is_current FROM dim_v ORDER BY k, valid_from;
+SELECT * FROM memory_v;
+SELECT remembered, superseded FROM scd2.arrival_memory_size('dim_v');
+-- the same late change sent again changes nothing
+SELECT scd2_test.checksum('scd2.arrival_memory') AS mem_v2 \gset
+SELECT * FROM load('dim_v', $$(2, 'X', 2, '2024-01-03', false)$$);
+SELECT scd2_test.checksum('scd2.arrival_memory') = :'mem_v2' AS resent_adds_nothing;
+SELECT scd2.revert((SELECT max(run_id) FROM scd2.change_log_runs WHERE dimension = 'dim_v'::regclass)) > 0 AS reverted;
+SELECT scd2.revert((SELECT max(run_id) FROM scd2.change_log_runs WHERE dimension = 'dim_v'::regclass AND reverted_by IS NULL
+                                                                  AND run_id < (SELECT max(run_id) FROM scd2.change_log_runs WHERE dimension = 'dim_v'::regclass))) > 0 AS reverted;
+SELECT scd2_test.checksum('scd2.arrival_memory') = :'mem_v' AS memory_restored,
+       scd2_test.checksum('dim_v') = :'dim_v' AS dimension_restored;
+SELECT * FROM memory_v;
+
+-- A dimension that keeps its effective column (as dbt's updated_at): an
+-- observation is its version but for that column, which holds the
+-- observation's own instant -- the version it starts after a late split
+-- has it.
+CREATE TABLE dim_e (sk bigint GENERATED ALWAYS AS IDENTITY, k int, a text, b int, eff date,
+                    valid_from date, valid_to date, is_current boolean);
+SELECT scd2.register('dim_e', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
+                     delete_column => 'del', is_current_column => 'is_current',
+                     surrogate_key_column => 'sk', order_free => true);
+SELECT count(*) FROM load('dim_e', $$(1, 'A', 1, '2024-01-01', false)$$);
+SELECT count(*) FROM load('dim_e', $$(1, 'A', 1, '2024-01-05', false)$$);
+SELECT effective::date, versions FROM scd2.arrival_memory WHERE dimension = 'dim_e'::regclass AND dropped_by IS NULL;
+SELECT count(*) FROM load('dim_e', $$(1, 'Z', 1, '2024-01-03', false)$$);
+SELECT k, a, eff, valid_from, valid_to FROM dim_e ORDER BY valid_from;
+
+-- A value equal to the version's but written differently (numeric 1.0
+-- and 1.00) is not the version's: remembered as a row of its own, and
+-- the version a late split starts there has it as it was loaded.
+CREATE TABLE stg_m (k int, a text, n numeric, eff date, del boolean);
+CREATE TABLE dim_m (sk bigint GENERATED ALWAYS AS IDENTITY, k int, a text, n numeric,
+                    valid_from date, valid_to date, is_current boolean);
+SELECT scd2.register('dim_m', ARRAY['k'], tracked => ARRAY['a'], effective_column => 'eff',
+                     delete_column => 'del', is_current_column => 'is_current',
+                     surrogate_key_column => 'sk', order_free => true);
+INSERT INTO stg_m VALUES (1, 'A', 1.0, '2024-01-01', false);
+SELECT count(*) FROM scd2.merge('stg_m', 'dim_m');
+TRUNCATE stg_m;
+INSERT INTO stg_m VALUES (1, 'A', 1.00, '2024-01-05', false), (2, 'A', 2.0, '2024-01-05', false);
+SELECT count(*) FROM scd2.merge('stg_m', 'dim_m');
+SELECT effective::date, business_key, state, versions FROM scd2.arrival_memory
+ WHERE dimension = 'dim_m'::regclass AND dropped_by IS NULL ORDER BY effective, business_key;
+TRUNCATE stg_m;
+INSERT INTO stg_m VALUES (1, 'Z', 7, '2024-01-03', false);
+SELECT count(*) FROM scd2.merge('stg_m', 'dim_m');
+SELECT k, a, n, valid_from, valid_to FROM dim_m ORDER BY k, valid_from;
+DROP TABLE dim_v, dim_e, dim_m, stg_m CASCADE;

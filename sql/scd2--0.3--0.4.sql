@@ -682,13 +682,21 @@ COMMENT ON COLUMN scd2.dimensions.order_free IS
 
 CREATE TABLE scd2.arrival_memory (
     dimension    regclass    NOT NULL,   -- the dimension (dumped by name; no dependency on it: a drop forgets its rows)
-    business_key jsonb       NOT NULL,   -- as in the change feed, computed as the dimension's owner
+    business_key jsonb,                  -- as in the change feed, computed as the dimension's owner (NULL: versions)
     effective    timestamptz NOT NULL,   -- the event's instant (a date or timestamp as that instant in UTC)
     present      boolean     NOT NULL,   -- false: a delete
     state        jsonb,                  -- a present event's tracked and other columns' text forms
+    versions     bigint[],               -- or: the surrogate keys of the versions observed unchanged at that
+                                         -- instant, sorted (one row for many no-op observations; each one's
+                                         -- key and state are its version's)
     run_id       bigint      NOT NULL,   -- the load that remembered it
-    dropped_by   bigint                  -- the load that superseded it (NULL: remembered now)
+    dropped_by   bigint,                 -- the load that superseded it (NULL: remembered now)
+    CHECK ((business_key IS NULL) = (versions IS NOT NULL)),
+    CHECK (versions IS NULL OR (present AND state IS NULL))
 );
+-- the surrogate keys are written as they are: compressing them cost more
+-- than the load's own writes (bench/RESULTS.md, issue 24)
+ALTER TABLE scd2.arrival_memory ALTER COLUMN versions SET STORAGE EXTERNAL;
 -- A key's events (the recall), a dimension's rows (the sql_drop trigger).
 -- The only index with the dimension in it: whatever the statistics say of
 -- a dimension (taken while only others remembered anything, they estimate

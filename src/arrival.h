@@ -26,12 +26,51 @@
 #define ARR_KEYS_TABLE		"pg_temp.\"scd2 work: arrival keys\""
 #define ARR_RECALLED_TABLE	"pg_temp.\"scd2 work: arrival recalled\""
 #define ARR_REMEMBER_TABLE	"pg_temp.\"scd2 work: arrival remember\""
+/*
+ * The no-op observations remembered as versions (rows of surrogate keys):
+ *   versions  sk, since: the staged keys' versions that may have been
+ *             observed from their key's earliest staged instant on (the
+ *             dimension's owner fills it)
+ *   observed  sk, effective, tid: the live observations of those versions
+ *             and the memory row of each (the extension owner)
+ *   states    sk, effective, business_key, state: each observation's key
+ *             and state, in the memory's form (the dimension's owner)
+ */
+#define ARR_VERSIONS_TABLE	"pg_temp.\"scd2 work: arrival versions\""
+#define ARR_OBSERVED_TABLE	"pg_temp.\"scd2 work: arrival observed\""
+#define ARR_STATES_TABLE	"pg_temp.\"scd2 work: arrival states\""
+
+/* The most surrogate keys in one row of versions (arrival_memory.c). */
+#define ARRIVAL_VERSIONS_PER_ROW	8192
+
+/*
+ * The no-op observations of a version an order-free load's fast path made
+ * (arrival_observe.c): the instant and the version's surrogate key of
+ * each, in the load's memory context; arrival_memory.c stores them as
+ * scd2.arrival_memory rows of surrogate keys.
+ */
+typedef struct ArrivalObserved
+{
+	MemoryContext cxt;
+	int64		n;
+	int64		cap;
+	TimestampTz *at;
+	int64	   *sk;
+} ArrivalObserved;
+
+/* arrival_observe.c (as the dimension's owner, in the load's statement) */
+extern struct _DestReceiver *scd2_arrival_observer(const char *relname, ArrivalObserved *obs);
 
 /* arrival_memory.c (as the extension owner) */
 extern void scd2_arrival_memory_prepare(void);
 extern bool scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since);
+extern bool scd2_arrival_memory_has_versions(Oid dim_oid, TimestampTz since);
 extern void scd2_arrival_memory_recall(Oid dim_oid);
+extern uint64 scd2_arrival_memory_recall_versions(Oid dim_oid);
+extern void scd2_arrival_memory_recall_observed(void);
 extern void scd2_arrival_memory_store(Oid dim_oid, int64 run_id);
+extern void scd2_arrival_memory_store_observed(Oid dim_oid, int64 run_id,
+											   const ArrivalObserved *obs);
 extern void scd2_arrival_memory_drop(void);
 extern void scd2_arrival_memory_undo(Oid dim_oid, int64 run_id);
 

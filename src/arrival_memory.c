@@ -27,6 +27,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -57,8 +58,13 @@ catalog_utility(const char *sql, const char *what)
  * remembered rows: more than 13 minutes instead of seconds), or scanned
  * the table (or a whole index) per key when it was small at the last
  * ANALYZE.  So the key index is the only index with the dimension in it
- * (scd2--0.4.sql), the statement is planned for any dimension ("dimension
- * = $1" one dimension's share: plan_cache_mode = force_generic_plan), and
+ * (scd2--0.4.sql), the statements that probe it say "(dropped_by IS NULL)
+ * IS TRUE", which the planner cannot prove implies the predicate of the
+ * partial arrival_memory_effective_idx (else a whole scan of that index,
+ * when it was small at the last ANALYZE, was costed below the probe, and
+ * taken for every staged key), the statement is planned for any dimension
+ * ("dimension = $1" one dimension's share: plan_cache_mode =
+ * force_generic_plan), and
  * the other scans are off for this statement only: sequential scans for
  * the recall, which leaves it the probe of the key index (tid_only: index
  * and bitmap scans too, for the supersede, which leaves it its TID scan).
@@ -94,14 +100,24 @@ scd2_arrival_memory_prepare(void)
 
 	catalog_utility("CREATE TEMP TABLE " ARR_KEYS_TABLE " (business_key pg_catalog.jsonb,"
 					" since pg_catalog.timestamptz) ON COMMIT DROP", "creating the arrival key table");
-	catalog_utility("CREATE TEMP TABLE " ARR_RECALLED_TABLE " (" MEMORY_COLS ", tid pg_catalog.tid) ON COMMIT DROP",
+	catalog_utility("CREATE TEMP TABLE " ARR_RECALLED_TABLE " (" MEMORY_COLS ", tid pg_catalog.tid,"
+					" sk pg_catalog.int8) ON COMMIT DROP",
 					"creating the recalled events table");
 	catalog_utility("CREATE TEMP TABLE " ARR_REMEMBER_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
 					"creating the remembered events table");
-	catalog_utility(psprintf("GRANT INSERT ON " ARR_KEYS_TABLE ", " ARR_REMEMBER_TABLE " TO %s", role),
+	catalog_utility("CREATE TEMP TABLE " ARR_VERSIONS_TABLE " (sk pg_catalog.int8,"
+					" since pg_catalog.timestamptz) ON COMMIT DROP", "creating the arrival versions table");
+	catalog_utility("CREATE TEMP TABLE " ARR_OBSERVED_TABLE " (sk pg_catalog.int8,"
+					" effective pg_catalog.timestamptz, tid pg_catalog.tid) ON COMMIT DROP",
+					"creating the observed versions table");
+	catalog_utility("CREATE TEMP TABLE " ARR_STATES_TABLE " (sk pg_catalog.int8, effective pg_catalog.timestamptz,"
+					" business_key pg_catalog.jsonb, state pg_catalog.jsonb) ON COMMIT DROP",
+					"creating the observed states table");
+	catalog_utility(psprintf("GRANT INSERT ON " ARR_KEYS_TABLE ", " ARR_REMEMBER_TABLE ", " ARR_VERSIONS_TABLE
+							 ", " ARR_STATES_TABLE " TO %s", role),
 					"granting the arrival work tables");
-	catalog_utility(psprintf("GRANT SELECT ON " ARR_RECALLED_TABLE " TO %s", role),
-					"granting the recalled events table");
+	catalog_utility(psprintf("GRANT SELECT ON " ARR_RECALLED_TABLE ", " ARR_OBSERVED_TABLE " TO %s", role),
+					"granting the recalled events tables");
 }
 
 /*
@@ -132,6 +148,28 @@ scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since)
 }
 
 /*
+ * Whether the dimension remembers observations of versions (rows of
+ * surrogate keys) effective at or after since: only then does a
+ * recomputing load list its staged keys' versions to recall them.
+ */
+bool
+scd2_arrival_memory_has_versions(Oid dim_oid, TimestampTz since)
+{
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), TimestampTzGetDatum(since)};
+	bool		isnull;
+	bool		has;
+
+	(void) scd2_exec_catalog("SELECT EXISTS (SELECT FROM scd2.arrival_memory m"
+							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.business_key IS NULL"
+							 "    AND m.effective OPERATOR(pg_catalog.>=) $2 AND m.dropped_by IS NULL)",
+							 2, argtypes, values, NULL, false, SPI_OK_SELECT,
+							 "looking for remembered observations of versions");
+	has = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return has && !isnull;
+}
+
+/*
  * The live remembered events of the staged keys, from each key's earliest
  * staged instant on (earlier ones cannot change), into the recalled table.
  */
@@ -146,10 +184,58 @@ scd2_arrival_memory_recall(Oid dim_oid)
 							   "   FROM ONLY " ARR_KEYS_TABLE " k CROSS JOIN LATERAL"
 							   "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state"
 							   "           FROM scd2.arrival_memory m0"
-							   "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND m0.dropped_by IS NULL"
+							   "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND (m0.dropped_by IS NULL) IS TRUE"
 							   "            AND m0.business_key OPERATOR(pg_catalog.=) k.business_key"
 							   "            AND (m0.effective OPERATOR(pg_catalog.>=) k.since) IS TRUE OFFSET 0) m",
 							   1, argtypes, values, false, SPI_OK_INSERT, "recalling remembered events");
+}
+
+/*
+ * The live no-op observations of versions (rows of surrogate keys) of the
+ * staged keys' versions in ARR_VERSIONS_TABLE, each from its key's
+ * earliest staged instant on, into ARR_OBSERVED_TABLE with the row that
+ * holds it: the rows of the dimension's surrogate keys from the earliest
+ * such instant on (arrival_memory_key_idx: the dimension, a NULL business
+ * key, the instant), unnested and matched to the versions by hash.
+ * Returns how many there are: the dimension's owner then reads their
+ * states from the dimension (load_arrival.c), and
+ * scd2_arrival_memory_recall_observed adds them to the recalled events.
+ */
+uint64
+scd2_arrival_memory_recall_versions(Oid dim_oid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+
+	return memory_exec_per_row("INSERT INTO " ARR_OBSERVED_TABLE " (sk, effective, tid)"
+							   " SELECT u.sk, m.effective, m.ctid FROM scd2.arrival_memory m"
+							   "  CROSS JOIN LATERAL pg_catalog.unnest(m.versions) u(sk)"
+							   "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.business_key IS NULL"
+							   "    AND m.effective OPERATOR(pg_catalog.>=) (SELECT pg_catalog.min(v0.since)"
+							   "                                              FROM ONLY " ARR_VERSIONS_TABLE " v0)"
+							   "    AND (m.dropped_by IS NULL) IS TRUE"
+							   "    AND EXISTS (SELECT FROM ONLY " ARR_VERSIONS_TABLE " v"
+							   "                 WHERE v.sk OPERATOR(pg_catalog.=) u.sk"
+							   "                   AND m.effective OPERATOR(pg_catalog.>=) v.since)",
+							   1, argtypes, values, false, SPI_OK_INSERT, "recalling observed versions");
+}
+
+/*
+ * The observations of versions, with the key and state the dimension's
+ * owner read for each version (ARR_STATES_TABLE), join the recalled
+ * events: from here on they are recalled events like any other, and the
+ * row that holds one is superseded when the load does not remember it
+ * again (scd2_arrival_memory_store).  An observation whose version is no
+ * longer in the dimension (deleted by hand) has no state and is left out.
+ */
+void
+scd2_arrival_memory_recall_observed(void)
+{
+	(void) scd2_exec_catalog("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid, sk)"
+							 " SELECT s.business_key, o.effective, true, s.state, o.tid, o.sk"
+							 "   FROM ONLY " ARR_OBSERVED_TABLE " o JOIN ONLY " ARR_STATES_TABLE " s"
+							 "     ON s.sk OPERATOR(pg_catalog.=) o.sk AND s.effective OPERATOR(pg_catalog.=) o.effective",
+							 0, NULL, NULL, NULL, false, SPI_OK_INSERT, "recalling the observed versions' states");
 }
 
 /*
@@ -188,6 +274,27 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
 
+	/*
+	 * A row of versions some of whose observations go: the others stay,
+	 * in a row of this run (a revert deletes it and brings the old one
+	 * back).  Written before the old row is marked, which is read by its
+	 * ctid.  Both sides of the anti join are hashed: a row holds up to
+	 * ARRIVAL_VERSIONS_PER_ROW keys, a batch sent again supersedes none
+	 * of them but recalls them all.
+	 */
+	(void) memory_exec_per_row("WITH gone AS MATERIALIZED (SELECT c.tid, c.sk FROM ONLY " ARR_RECALLED_TABLE " c"
+							   "         WHERE c.sk IS NOT NULL AND NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
+							   "                                                 WHERE " SAME_EVENT("r", "c") ")),"
+							   " hit AS MATERIALIZED (SELECT m.ctid AS tid, m.effective, m.versions FROM scd2.arrival_memory m"
+							   "         WHERE m.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT DISTINCT g.tid FROM gone g))"
+							   "           AND m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL),"
+							   " kept AS (SELECT h.tid, h.effective, u.sk FROM hit h CROSS JOIN LATERAL pg_catalog.unnest(h.versions) u(sk)"
+							   "         WHERE NOT EXISTS (SELECT FROM gone g WHERE g.tid OPERATOR(pg_catalog.=) h.tid"
+							   "                                                AND g.sk OPERATOR(pg_catalog.=) u.sk))"
+							   " INSERT INTO scd2.arrival_memory (dimension, effective, present, versions, run_id)"
+							   " SELECT $1, k.effective, true, pg_catalog.array_agg(k.sk ORDER BY k.sk), $2"
+							   "   FROM kept k GROUP BY k.tid, k.effective",
+							   2, argtypes, values, true, SPI_OK_INSERT, "keeping the observations not superseded");
 	(void) memory_exec_per_row("UPDATE scd2.arrival_memory m SET dropped_by = $2"
 							   " WHERE m.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT c.tid FROM ONLY " ARR_RECALLED_TABLE " c"
 							   "          WHERE NOT EXISTS (SELECT FROM ONLY " ARR_REMEMBER_TABLE " r"
@@ -202,11 +309,78 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
 							 "remembering events");
 }
 
+static int
+compare_observations(const void *a, const void *b, void *arg)
+{
+	const ArrivalObserved *obs = arg;
+	int64		i = *(const int64 *) a;
+	int64		j = *(const int64 *) b;
+
+	if (obs->at[i] != obs->at[j])
+		return obs->at[i] < obs->at[j] ? -1 : 1;
+	if (obs->sk[i] != obs->sk[j])
+		return obs->sk[i] < obs->sk[j] ? -1 : 1;
+	return 0;
+}
+
+/* One row of versions: the observations order[from, to) at one instant. */
+static void
+store_versions_row(Oid dim_oid, int64 run_id, const ArrivalObserved *obs, const int64 *order,
+				   int64 from, int64 to)
+{
+	Oid			argtypes[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, INT8OID};
+	Datum		values[4];
+	Datum	   *sks = palloc(sizeof(Datum) * (to - from));
+
+	for (int64 i = from; i < to; i++)
+		sks[i - from] = Int64GetDatum(obs->sk[order[i]]);
+	values[0] = ObjectIdGetDatum(dim_oid);
+	values[1] = TimestampTzGetDatum(obs->at[order[from]]);
+	values[2] = PointerGetDatum(construct_array(sks, (int) (to - from), INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[3] = Int64GetDatum(run_id);
+	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, effective, present, versions, run_id)"
+							 " VALUES ($1, $2, true, $3, $4)",
+							 4, argtypes, values, NULL, false, SPI_OK_INSERT, "remembering observed versions");
+	pfree(DatumGetPointer(values[2]));
+	pfree(sks);
+}
+
+/*
+ * After the change log: the fast path's no-op observations of versions
+ * (arrival_observe.c), one row per instant and ARRIVAL_VERSIONS_PER_ROW
+ * surrogate keys, sorted -- a row of keys is rewritten whole when a later
+ * load supersedes one of them, so rows stay small enough for that to be
+ * cheap, and few enough to be written at a fraction of the load's cost.
+ */
+void
+scd2_arrival_memory_store_observed(Oid dim_oid, int64 run_id, const ArrivalObserved *obs)
+{
+	int64	   *order;
+	int64		from = 0;
+
+	if (obs == NULL || obs->n == 0)
+		return;
+	order = palloc_extended(sizeof(int64) * obs->n, MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < obs->n; i++)
+		order[i] = i;
+	qsort_arg(order, obs->n, sizeof(int64), compare_observations, (void *) obs);
+	for (int64 i = 1; i <= obs->n; i++)
+		if (i == obs->n || obs->at[order[i]] != obs->at[order[from]] ||
+			i - from == ARRIVAL_VERSIONS_PER_ROW)
+		{
+			store_versions_row(dim_oid, run_id, obs, order, from, i);
+			from = i;
+		}
+	pfree(order);
+}
+
 /* The work tables go (a transaction may run several loads). */
 void
 scd2_arrival_memory_drop(void)
 {
-	catalog_utility("DROP TABLE IF EXISTS " ARR_KEYS_TABLE ", " ARR_RECALLED_TABLE ", " ARR_REMEMBER_TABLE,
+	catalog_utility("DROP TABLE IF EXISTS " ARR_KEYS_TABLE ", " ARR_RECALLED_TABLE ", " ARR_REMEMBER_TABLE
+					", " ARR_VERSIONS_TABLE ", " ARR_OBSERVED_TABLE ", " ARR_STATES_TABLE,
 					"dropping the arrival work tables");
 }
 
@@ -300,6 +474,9 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
  * statement on scd2.arrival_memory, as the extension owner, of the
  * dimension's rows only; only the dimension's owner may ask.
  */
+/* The events a row of the memory holds: one, or its versions' observations. */
+#define EVENTS_IN_ROW "COALESCE(pg_catalog.cardinality(m.versions), 1)"
+
 Datum
 scd2_arrival_memory_size(PG_FUNCTION_ARGS)
 {
@@ -326,8 +503,8 @@ scd2_arrival_memory_size(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	pin = scd2_pin_search_path();
-	(void) scd2_exec_catalog("SELECT pg_catalog.count(*) FILTER (WHERE m.dropped_by IS NULL),"
-							 "       pg_catalog.count(*) FILTER (WHERE m.dropped_by IS NOT NULL),"
+	(void) scd2_exec_catalog("SELECT COALESCE(pg_catalog.sum(" EVENTS_IN_ROW ") FILTER (WHERE m.dropped_by IS NULL), 0)::pg_catalog.int8,"
+							 "       COALESCE(pg_catalog.sum(" EVENTS_IN_ROW ") FILTER (WHERE m.dropped_by IS NOT NULL), 0)::pg_catalog.int8,"
 							 "       pg_catalog.min(m.effective) FILTER (WHERE m.dropped_by IS NULL),"
 							 "       pg_catalog.max(m.effective) FILTER (WHERE m.dropped_by IS NULL),"
 							 "       COALESCE(pg_catalog.sum(pg_catalog.pg_column_size(m.*)), 0)::pg_catalog.int8"

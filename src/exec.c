@@ -37,6 +37,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/params.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -172,18 +173,35 @@ scd2_exec_user_parallel(const char *sql, int nargs, const Oid *argtypes, const D
 	AtEOXact_GUC(false, nest);
 }
 
+/* Constant parameters $1..$n, none NULL (SPI_execute_plan_extended's form). */
+static ParamListInfo
+params_of(int nargs, const Oid *argtypes, const Datum *values)
+{
+	ParamListInfo params = makeParamList(nargs);
+
+	for (int i = 0; i < nargs; i++)
+	{
+		params->params[i].value = values[i];
+		params->params[i].isnull = false;
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = argtypes[i];
+	}
+	return params;
+}
+
 /*
- * A query on user data (no parameters) whose rows go to dest instead of
- * SPI's tuple table
- * (a receiver that works on them as they come: fn_apply_snapshots.c's
- * streaming comparison), as scd2_exec_user runs a statement: in the owner
+ * A query on user data whose rows go to dest instead of SPI's tuple table
+ * (a receiver that works on them as they come: extract_stream.c's
+ * streaming comparison, arrival_observe.c's split of the fast path's
+ * rows), as scd2_exec_user runs a statement: in the owner
  * context, restricted, with snap (its command id advanced past the
  * statements before, as SPI_execute_snapshot does) and a nest level of its
  * own.  Serial: the receiver sees the rows in the order of the scan.
  * Returns the rows sent.
  */
 uint64
-scd2_exec_user_into(const char *sql, Snapshot snap, DestReceiver *dest, const char *what)
+scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes, const Datum *values,
+					Snapshot snap, DestReceiver *dest, const char *what)
 {
 	SPIPlanPtr	plan;
 	SPIExecuteOptions opts;
@@ -195,10 +213,12 @@ scd2_exec_user_into(const char *sql, Snapshot snap, DestReceiver *dest, const ch
 	/* in the scan's own order: no workers, no scan joining another midway */
 	scd2_set_local("max_parallel_workers_per_gather", "0");
 	scd2_set_local("synchronize_seqscans", "off");
-	plan = SPI_prepare(sql, 0, NULL);
+	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
 	if (plan == NULL)
 		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
 	memset(&opts, 0, sizeof(opts));
+	if (nargs > 0)
+		opts.params = params_of(nargs, argtypes, values);
 	opts.read_only = true;		/* read with the snapshot pushed here */
 	opts.dest = dest;
 	CommandCounterIncrement();

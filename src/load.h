@@ -53,7 +53,7 @@ extern void scd2_check_conversions(LoadState *st);
 
 /* load_classify.c */
 extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
-extern int64 scd2_classify_simple_keys(LoadState *st, bool several);
+extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *obs);
 
 /* load_timeline.c */
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,

@@ -46,6 +46,7 @@
 #include "utils/builtins.h"
 
 #include "arrival.h"
+#include "citus.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -98,6 +99,7 @@ partition_by(const Scd2Config *cfg, const char *alias)
 
 static char *remembered_select(const Scd2Config *cfg, const char *alias, const char *instant,
 							   const char *present);
+static char *state_json_sql(const Scd2Config *cfg, const char *alias, const char *instant);
 
 static const WorkTable wt_events = {EV_TABLE, events_cols, lengthof(events_cols), true};
 static const WorkTable wt_timeline = {TL_TABLE, timeline_cols, lengthof(timeline_cols), true};
@@ -389,20 +391,76 @@ sql_remember(const Scd2Config *cfg)
 static char *
 remembered_select(const Scd2Config *cfg, const char *alias, const char *instant, const char *present)
 {
+	return psprintf("SELECT %s, %s, %s, CASE WHEN %s THEN %s END",
+					scd2_key_json_sql(cfg, alias), scd2_changelog_encode_sql(cfg->vf.typid, instant),
+					present, present, state_json_sql(cfg, alias, NULL));
+}
+
+/*
+ * The state of a present event as the memory keeps it: its columns' text
+ * forms (with instant, the column that keeps the effective time takes
+ * that value: scd2_instant_column).
+ */
+static char *
+state_json_sql(const Scd2Config *cfg, const char *alias, const char *instant)
+{
 	StringInfoData state;
 	const Scd2Column *groups[2] = {cfg->tracked, cfg->other};
 	int			counts[2] = {cfg->ntracked, cfg->nother};
+	int			instant_col = instant ? scd2_instant_column(cfg) : -1;
 
 	initStringInfo(&state);
 	for (int g = 0; g < 2; g++)
 		for (int i = 0; i < counts[g]; i++)
-			appendStringInfo(&state, "%s%s, CASE WHEN pg_catalog.num_nonnulls(%s.%s) OPERATOR(pg_catalog.=) 1"
-							 " THEN pg_catalog.format('%%s', %s.%s) END",
-							 state.len ? ", " : "", quote_literal_cstr(groups[g][i].name),
-							 alias, groups[g][i].ident, alias, groups[g][i].ident);
-	return psprintf("SELECT %s, %s, %s, CASE WHEN %s THEN pg_catalog.jsonb_build_object(%s) END",
-					scd2_key_json_sql(cfg, alias), scd2_changelog_encode_sql(cfg->vf.typid, instant),
-					present, present, state.data);
+		{
+			char	   *value = (g == 1 && i == instant_col) ? pstrdup(instant)
+				: psprintf("%s.%s", alias, groups[g][i].ident);
+
+			appendStringInfo(&state, "%s%s, CASE WHEN pg_catalog.num_nonnulls(%s) OPERATOR(pg_catalog.=) 1"
+							 " THEN pg_catalog.format('%%s', %s) END",
+							 state.len ? ", " : "", quote_literal_cstr(groups[g][i].name), value, value);
+		}
+	return psprintf("pg_catalog.jsonb_build_object(%s)", state.data);
+}
+
+/*
+ * The staged keys' versions that may have been observed from their key's
+ * earliest staged instant m on: those that end after m, or are current.
+ */
+static char *
+sql_key_versions(const Scd2Config *cfg, bool subset)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, X("INSERT INTO " ARR_VERSIONS_TABLE " (sk, since) SELECT CAST(d.%s AS pg_catalog.int8), %s"
+							 " FROM (SELECT "), cfg->sk, scd2_changelog_encode_sql(cfg->vf.typid, X("km.`_m")));
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(&buf, X(", pg_catalog.min(s.`_t) AS `_m FROM "));
+	append_staged(&buf, cfg, subset);
+	appendStringInfoString(&buf, " s GROUP BY ");
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfo(&buf, ") km JOIN %s d ON ", cfg->dim_sql);
+	scd2_append_key_join(&buf, cfg, "d", "km");
+	appendStringInfo(&buf, X(" WHERE %s IS NULL OR %s > km.`_m"), scd2_open_vt(cfg, "d"), scd2_open_vt(cfg, "d"));
+	return buf.data;
+}
+
+/*
+ * The key and state of every observation of a version, read from the
+ * dimension: the version's, and the observation's own instant in the
+ * column that keeps the effective time, if there is one.
+ */
+static char *
+sql_observed_states(const Scd2Config *cfg)
+{
+	return psprintf("INSERT INTO " ARR_STATES_TABLE " (sk, effective, business_key, state)"
+					" SELECT o.sk, o.effective, %s, %s"
+					" FROM (SELECT DISTINCT o0.sk, o0.effective FROM ONLY " ARR_OBSERVED_TABLE " o0) o"
+					" JOIN %s d ON d.%s = o.sk",
+					scd2_key_json_sql(cfg, "d"),
+					state_json_sql(cfg, "d", scd2_changelog_decode_sql(cfg->vf.typid, "o.effective")),
+					cfg->dim_sql, cfg->sk);
 }
 
 /*
@@ -448,6 +506,15 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 		scd2_pin_text_forms();
 		scd2_load_exec(st, sql_keys(cfg, subset), SPI_OK_INSERT, "listing the staged keys");
 		scd2_arrival_memory_recall(cfg->dim_oid);
+		if (cfg->sk && !st->no_earliest && scd2_arrival_memory_has_versions(cfg->dim_oid, st->earliest))
+		{
+			scd2_load_exec(st, sql_key_versions(cfg, subset), SPI_OK_INSERT, "listing the staged keys' versions");
+			if (scd2_arrival_memory_recall_versions(cfg->dim_oid) > 0)
+			{
+				scd2_load_exec(st, sql_observed_states(cfg), SPI_OK_INSERT, "reading the observed versions");
+				scd2_arrival_memory_recall_observed();
+			}
+		}
 		scd2_load_exec(st, sql_events(cfg, subset), SPI_OK_INSERT, "collecting the keys' events");
 		AtEOXact_GUC(true, nest);
 	}
@@ -508,8 +575,23 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 		recompute(st, false, cc);
 	else
 	{
-		int64		complex_keys = scd2_classify_simple_keys(st, several);
-		int			nest = NewGUCNestLevel();
+		ArrivalObserved *obs = NULL;
+		int64		complex_keys;
+		int			nest;
+
+		/*
+		 * The no-op observations of versions go to the memory as surrogate
+		 * keys (arrival_observe.c), where the versions are the dimension's
+		 * own: not on Citus, whose load reads an image of them.
+		 */
+		if (cfg->sk && st->citus == SCD2_CITUS_NONE)
+		{
+			obs = palloc0(sizeof(ArrivalObserved));
+			obs->cxt = CurrentMemoryContext;
+			st->observed = obs;
+		}
+		complex_keys = scd2_classify_simple_keys(st, several, obs);
+		nest = NewGUCNestLevel();
 
 		scd2_pin_text_forms();
 		scd2_load_exec(st, sql_remember_simple(cfg), SPI_OK_INSERT, "remembering the unchanged rows");
@@ -535,6 +617,7 @@ scd2_arrival_finish(LoadState *st, bool dry_run)
 		if (run_id == 0)
 			elog(ERROR, "scd2: an order-free load of %s has no run id", st->cfg->dim_name);
 		scd2_arrival_memory_store(st->cfg->dim_oid, run_id);
+		scd2_arrival_memory_store_observed(st->cfg->dim_oid, run_id, st->observed);
 	}
 	scd2_arrival_memory_drop();
 }

@@ -10,6 +10,7 @@
 
 #include "executor/spi.h"
 
+#include "arrival.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -72,7 +73,8 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
 static char *
-scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oid sk_seq)
+scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oid sk_seq,
+				   bool observe)
 {
 	StringInfoData buf;
 
@@ -82,27 +84,43 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 	 * no-op observations and the deletes of absent keys; load_arrival.c
 	 * moves them to the memory), and sends a present row at the very
 	 * instant its key's last version ended (a delete there wins) the
-	 * general way.
+	 * general way.  With observe, the statement is a query for
+	 * arrival_observe.c's receiver instead of an INSERT: its columns of
+	 * the change table's exact types, then the instant and surrogate key
+	 * of a no-op observation identical to its current version
+	 * (WT_CLS_OBSERVED), which the receiver keeps instead of writing.
 	 */
 	bool		of = cfg->order_free;
 	const char *valued = of ? X("`_w <> " WT_COPY_UPDATE) : X("`_w = " WT_COPY_INSERT);
+	const char *observed = X("`_w = " WT_COPY_REMEMBER " AND `_cls = " WT_CLS_OBSERVED);
 
 	initStringInfo(&buf);
-	scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, true);
+	if (observe)
+		appendStringInfoString(&buf, "SELECT ");
+	else
+	{
+		scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, true);
+		appendStringInfoString(&buf, ") SELECT ");
+	}
 	appendStringInfo(&buf,
-					 X(") SELECT CASE WHEN `_cls = " WT_CLS_COMPLEX " THEN " WT_ACT_COMPLEX "%s"
+					 X("CASE WHEN `_cls = " WT_CLS_COMPLEX " THEN " WT_ACT_COMPLEX "%s"
 					   " WHEN `_w = " WT_COPY_UPDATE " THEN CASE `_cls WHEN " WT_CLS_CHANGE " THEN " WT_ACT_CLOSE " ELSE `_cls END"
 					   " WHEN `_cls = " WT_CLS_NEW " THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
-					   " " WT_ORIGIN_FAST ", NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
+					   " %s, NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
 					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk%s END,"
 					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf ELSE `_t END,"
-					   " CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END,"
+					   " %s,"
 					   " %sNOT (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE "))%s,"
 					   " `_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_TYPE1),
 					 of ? X(" WHEN `_w = " WT_COPY_REMEMBER " THEN " WT_ACT_REMEMBER) : "",
+					 /* the query's columns of the change table's types (the INSERT coerces) */
+					 observe ? "CAST(" WT_ORIGIN_FAST " AS pg_catalog.\"char\")" : WT_ORIGIN_FAST,
 					 /* the new versions' surrogate keys, for the change log (changelog_batch.c) */
 					 OidIsValid(sk_seq) ?
 					 psprintf(X(" WHEN `_w = " WT_COPY_INSERT " THEN pg_catalog.nextval(CAST(%u AS pg_catalog.regclass))"), sk_seq) : "",
+					 psprintf(observe ? "CAST(%s AS %s)" : "%s",
+							  X("CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END"),
+							  cfg->vt.type_sql),
 					 of ? X("CASE WHEN `_w = " WT_COPY_REMEMBER " THEN `_present ELSE ") : "",
 					 of ? " END" : "");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
@@ -112,6 +130,9 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
 	for (int i = 0; i < cfg->nother; i++)
 		appendStringInfo(&buf, ", CASE WHEN %s THEN %s END", valued, cfg->other[i].ident);
+	if (observe)
+		appendStringInfo(&buf, X(", CASE WHEN %s THEN %s END, CASE WHEN %s THEN `_dsk END"),
+						 observed, scd2_changelog_encode_sql(cfg->vf.typid, X("`_t")), observed);
 
 	/*
 	 * The probe: the current version, else (a scalar subquery evaluated
@@ -130,9 +151,31 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 		scd2_append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d");
 	appendStringInfoString(&buf, ") THEN " WT_CLS_CHANGE " WHEN NOT (");
 	scd2_append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e");
+	if (of && observe)
+	{
+		/*
+		 * Identical to the current version, the other columns too -- but
+		 * for a column that keeps the effective time, which must hold the
+		 * row's instant (the memory gives the observation that value back:
+		 * load_arrival.c, sql_observed_states).
+		 */
+		int			instant = scd2_instant_column(cfg);
+
+		appendStringInfoString(&buf, X(") THEN " WT_CLS_TYPE1 " WHEN c.`_dsk IS NOT NULL AND "));
+		scd2_append_identical_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d", -1);
+		appendStringInfoString(&buf, " AND ");
+		scd2_append_identical_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e", -1);
+		appendStringInfoString(&buf, " AND ");
+		scd2_append_identical_positional(&buf, cfg, cfg->other, cfg->nother, "c.", "c.", "o", instant);
+		if (instant >= 0)
+			appendStringInfo(&buf, X(" AND c.%s OPERATOR(pg_catalog.=) c.`_t"), cfg->other[instant].ident);
+		appendStringInfoString(&buf, X(" THEN " WT_CLS_OBSERVED));
+	}
+	else if (of)
+		appendStringInfoString(&buf, ") THEN " WT_CLS_TYPE1);
 	if (of)
 		appendStringInfoString(&buf,
-							   X(") THEN " WT_CLS_TYPE1 " ELSE " WT_CLS_NOOP " END"
+							   X(" ELSE " WT_CLS_NOOP " END"
 							   " WHEN c.`_hvt > c.`_t OR (c.`_present AND c.`_hvt = c.`_t) THEN " WT_CLS_COMPLEX
 							   " WHEN NOT c.`_present THEN CASE WHEN c.`_hvt = c.`_t THEN " WT_CLS_UNCHANGED
 							   "   ELSE " WT_CLS_NOOP " END"));
@@ -145,7 +188,8 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 						   X(" WHEN c.`_hvt IS NOT NULL THEN " WT_CLS_RETURN
 						   " ELSE " WT_CLS_NEW " END AS `_cls FROM (SELECT s.*, "));
 	appendStringInfo(&buf, X("d.%s AS `_dvf, %s AS `_dsk"), cfg->vf.ident,
-					 cfg->sk ? psprintf("d.%s", cfg->sk) : "NULL::pg_catalog.int8");
+					 cfg->sk ? psprintf(observe ? "CAST(d.%s AS pg_catalog.int8)" : "d.%s", cfg->sk)
+					 : "NULL::pg_catalog.int8");
 	appendStringInfo(&buf, ", CASE WHEN d.%s IS NULL THEN (SELECT h.%s FROM %s h WHERE ",
 					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "h", "s");
@@ -154,6 +198,8 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 		appendStringInfo(&buf, X(", d.%s AS `_d%d"), cfg->tracked[i].ident, i + 1);
 	for (int i = 0; i < cfg->ntype1; i++)
 		appendStringInfo(&buf, X(", d.%s AS `_e%d"), cfg->type1[i].ident, i + 1);
+	for (int i = 0; observe && i < cfg->nother; i++)
+		appendStringInfo(&buf, X(", d.%s AS `_o%d"), cfg->other[i].ident, i + 1);
 	appendStringInfoString(&buf, " FROM ");
 	if (exclude_keys)
 		append_single_row_keys(&buf, cfg);
@@ -185,7 +231,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 					 " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"
 					 " OR (`_w = " WT_COPY_INSERT " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_NEW ", " WT_CLS_RETURN "))%s"),
 					 of ? X(", (" WT_COPY_REMEMBER ", cls.`_cls)") : "",
-					 of ? X(" OR (`_w = " WT_COPY_REMEMBER " AND `_cls = " WT_CLS_NOOP ")") : "");
+					 of ? X(" OR (`_w = " WT_COPY_REMEMBER " AND `_cls IN (" WT_CLS_NOOP ", " WT_CLS_OBSERVED "))") : "");
 	return buf.data;
 }
 
@@ -250,7 +296,7 @@ count_rows(LoadState *st, const char *table)
  * general path (KEYS_TABLE).  Returns how many keys go the general way.
  */
 int64
-scd2_classify_simple_keys(LoadState *st, bool several)
+scd2_classify_simple_keys(LoadState *st, bool several, ArrivalObserved *obs)
 {
 	const Scd2Config *cfg = st->cfg;
 	int64		complex_keys = 0;
@@ -260,9 +306,15 @@ scd2_classify_simple_keys(LoadState *st, bool several)
 		scd2_load_exec(st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
 		complex_keys = (int64) SPI_processed;
 	}
-	scd2_load_exec_probing(st, (double) st->source_rows,
-						   scd2_sql_fast_path(cfg, CHG_TABLE, several, st->sk_seq),
-						   SPI_OK_INSERT, "classifying staging rows");
+	if (obs)
+		scd2_load_exec_probing_into(st, (double) st->source_rows,
+									scd2_sql_fast_path(cfg, CHG_TABLE, several, st->sk_seq, true),
+									scd2_arrival_observer(CHG_TABLE_RELNAME, obs),
+									"classifying staging rows");
+	else
+		scd2_load_exec_probing(st, (double) st->source_rows,
+							   scd2_sql_fast_path(cfg, CHG_TABLE, several, st->sk_seq, false),
+							   SPI_OK_INSERT, "classifying staging rows");
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				   "moving late rows to the general path");
 	return complex_keys + (int64) SPI_processed;
@@ -281,7 +333,7 @@ scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 	int64		complex_keys;	/* keys that go the general way */
 
 	memset(cc, 0, sizeof(*cc));
-	complex_keys = scd2_classify_simple_keys(st, several);
+	complex_keys = scd2_classify_simple_keys(st, several, NULL);
 	if (cfg->snapshot)
 		scd2_load_exec(st, scd2_sql_snapshot_missing(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 					   "closing keys missing from the snapshot");

@@ -10,6 +10,7 @@
 #include "scd2.h"
 
 #include "executor/spi.h"
+#include "tcop/dest.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 
@@ -72,47 +73,84 @@ scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 }
 
 /*
- * Run a statement with nested-loop index probes forced when the driving
- * side is small next to the dimension (driving_rows < 0: always).  Measured on PostgreSQL 15: with a
- * 48k-row change set against a 1M-row dimension the planner still picks
- * hash joins that read and hash the whole dimension (about 2x slower than
- * probing the indexes).  The settings last for this statement only.
+ * Nested-loop index probes forced, for the statement at this GUC nest
+ * level, when the driving side is small next to the dimension
+ * (driving_rows < 0: always).  Measured on PostgreSQL 15: with a 48k-row
+ * change set against a 1M-row dimension the planner still picks hash joins
+ * that read and hash the whole dimension (about 2x slower than probing the
+ * indexes).
  */
+static void
+force_probing(LoadState *st, double driving_rows)
+{
+	if (driving_rows >= 0 && driving_rows * 2 >= st->dim_rows)
+		return;
+	scd2_set_local("enable_hashjoin", "off");
+	scd2_set_local("enable_mergejoin", "off");
+	/* every probe is for a different key: a cache only costs */
+	scd2_set_local("enable_memoize", "off");
+
+	/*
+	 * Probe the dimension's indexes, never scan it per row: a dimension
+	 * that was empty (or tiny) when last analyzed is costed as a few pages,
+	 * and the MERGE into it then scanned the whole, growing heap once per
+	 * source row (100k rows into an empty dimension: 158 s on PostgreSQL
+	 * 15).  The work tables have no index and are still scanned.
+	 */
+	scd2_set_local("enable_seqscan", "off");
+
+	/*
+	 * Nor scan a materialised copy of it per row: without statistics the
+	 * planner takes "valid_to IS NULL" for 0.5% of the dimension, so a
+	 * Materialize of the current rows filtered against every staging row
+	 * looked cheaper than the probes (20k keys, 1,500 staging rows: 30M
+	 * comparisons, 2.4 s instead of 60 ms).  The probe of a unique index is
+	 * costed at one row whatever the statistics say.
+	 */
+	scd2_set_local("enable_material", "off");
+}
+
+/* Run a statement of the load with probes forced (force_probing). */
 void
 scd2_load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 				  int expected, const char *what)
 {
 	int			nest = NewGUCNestLevel();
 
-	if (driving_rows < 0 || driving_rows * 2 < st->dim_rows)
-	{
-		scd2_set_local("enable_hashjoin", "off");
-		scd2_set_local("enable_mergejoin", "off");
-		/* every probe is for a different key: a cache only costs */
-		scd2_set_local("enable_memoize", "off");
-
-		/*
-		 * Probe the dimension's indexes, never scan it per row: a
-		 * dimension that was empty (or tiny) when last analyzed is costed
-		 * as a few pages, and the MERGE into it then scanned the whole,
-		 * growing heap once per source row (100k rows into an empty
-		 * dimension: 158 s on PostgreSQL 15).  The work tables have no
-		 * index and are still scanned.
-		 */
-		scd2_set_local("enable_seqscan", "off");
-
-		/*
-		 * Nor scan a materialised copy of it per row: without statistics
-		 * the planner takes "valid_to IS NULL" for 0.5% of the dimension,
-		 * so a Materialize of the current rows filtered against every
-		 * staging row looked cheaper than the probes (20k keys, 1,500
-		 * staging rows: 30M comparisons, 2.4 s instead of 60 ms).  The
-		 * probe of a unique index is costed at one row whatever the
-		 * statistics say.
-		 */
-		scd2_set_local("enable_material", "off");
-	}
+	force_probing(st, driving_rows);
 	scd2_load_exec(st, sql, expected, what);
+	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * The same for a query whose rows go to dest (arrival_observe.c's
+ * receiver), as scd2_exec_user_into runs it: $1 = effective_at, the
+ * load's snapshot, its plan shown on request, the errors in the words of
+ * the load.
+ */
+void
+scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
+							DestReceiver *dest, const char *what)
+{
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		values[1] = {st->effective_at};
+	MemoryContext cxt = CurrentMemoryContext;
+	int			nest = NewGUCNestLevel();
+
+	force_probing(st, driving_rows);
+	PG_TRY();
+	{
+		scd2_explain_if_asked(sql, what, 1, argtypes, values, st->snap);
+		scd2_memory_budget_arm(sql);
+		(void) scd2_exec_user_into(sql, 1, argtypes, values, st->snap, dest, what);
+		scd2_memory_budget_disarm();
+	}
+	PG_CATCH();
+	{
+		scd2_memory_budget_disarm();
+		load_rethrow(st, what, cxt);
+	}
+	PG_END_TRY();
 	AtEOXact_GUC(true, nest);
 }
 

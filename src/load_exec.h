@@ -32,6 +32,9 @@ typedef struct LoadState
 								 * (timestamptz) */
 	bool		no_earliest;	/* no such instant (another dimension, or no
 								 * staging rows) */
+	struct ArrivalObserved *observed;	/* its fast path's no-op observations
+										 * of versions (arrival_observe.c),
+										 * or NULL */
 	/* On Citus (load_citus.c); zero otherwise. */
 	int			citus;			/* the dimension's Scd2CitusKind */
 	int			stg_citus;		/* the staging table's */
@@ -48,6 +51,8 @@ extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const
 								const Datum *args, int expected, const char *what);
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
+extern void scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
+										struct _DestReceiver *dest, const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
 extern void scd2_load_record_change_log(LoadState *st, const char *sql, bool probing);
 extern void scd2_load_record_inserted_keys(LoadState *st, const char *chg);

@@ -10,6 +10,7 @@
 #include "scd2.h"
 
 #include "access/tupdesc.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
 #include "sqlbuild.h"
@@ -112,6 +113,83 @@ scd2_append_eq_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Colum
 		append_eq(buf, &cols[i], psprintf("%s%s", aprefix, cols[i].ident),
 				  psprintf("%s%s_%s%d", bprefix, cfg->px, tag, i + 1));
 	}
+}
+
+/*
+ * Whether equal values of the type (by its default equality) are the same
+ * value, with the same text form: then that equality tells two values
+ * apart as well as their text forms do.  Not so for numeric (1.0 = 1.00),
+ * floats (0 = -0), interval ('1 day' = '24 hours'), text under a
+ * nondeterministic collation, and any type scd2 does not know.
+ */
+static bool
+equality_is_identity(const Scd2Column *col)
+{
+	switch (col->typid)
+	{
+		case BOOLOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+			return col->builtin_eq;
+		default:
+			return false;
+	}
+}
+
+/*
+ * AND of NULL-safe identities a.c_i = b._<tag>i (positional partner):
+ * equal values for a type whose equality is identity, else equal text
+ * forms compared byte by byte -- what the arrival memory would keep of
+ * each as the text of its state (load_classify.c's observations).
+ */
+void
+scd2_append_identical_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Column *cols,
+								 int n, const char *aprefix, const char *bprefix, const char *tag,
+								 int skip)
+{
+	appendStringInfoString(buf, "true");
+	for (int i = 0; i < n; i++)
+	{
+		char	   *a = psprintf("%s%s", aprefix, cols[i].ident);
+		char	   *b = psprintf("%s%s_%s%d", bprefix, cfg->px, tag, i + 1);
+
+		if (i == skip)
+			continue;
+		appendStringInfoString(buf, " AND ");
+		if (equality_is_identity(&cols[i]))
+			append_eq(buf, &cols[i], a, b);
+		else
+			appendStringInfo(buf,
+							 "(CASE WHEN %s IS NULL OR %s IS NULL THEN %s IS NULL AND %s IS NULL"
+							 " ELSE CAST(%s AS pg_catalog.text) COLLATE pg_catalog.\"C\""
+							 " OPERATOR(pg_catalog.=) CAST(%s AS pg_catalog.text) COLLATE pg_catalog.\"C\" END)",
+							 a, b, a, b, a, b);
+	}
+}
+
+/*
+ * The other column that keeps the effective time itself (a dimension that
+ * stores its staging's effective column, as dbt's updated_at): its index
+ * in cfg->other, or -1.  Only of the validity's own type, so that its
+ * value is the instant of the row.
+ */
+int
+scd2_instant_column(const Scd2Config *cfg)
+{
+	if (cfg->eff_col == NULL)
+		return -1;
+	for (int i = 0; i < cfg->nother; i++)
+		if (strcmp(cfg->other[i].ident, cfg->eff_col) == 0 && cfg->other[i].typid == cfg->vf.typid &&
+			!cfg->other[i].carried)
+			return i;
+	return -1;
 }
 
 /* Business-key equality a.k = b.k (keys are never NULL). */

@@ -16,7 +16,8 @@
  * dropped or read by it.
  */
 #define KEYS_TABLE	"pg_temp.\"scd2 work: keys\""
-#define CHG_TABLE	"pg_temp.\"scd2 work: changes\""
+#define CHG_TABLE_RELNAME	"scd2 work: changes"	/* in pg_temp, for C */
+#define CHG_TABLE	"pg_temp.\"" CHG_TABLE_RELNAME "\""
 #define PTS_TABLE	"pg_temp.\"scd2 work: points\""
 #define WIN_TABLE	"pg_temp.\"scd2 work: window\""
 /* On Citus (load_citus.c): local copies of what the load reads. */
@@ -113,6 +114,10 @@ extern const WorkTable scd2_wt_points;
 #define WT_CLS_NOOP			"'noop'"		/* order-free: an unchanged row or a
 											 * delete of an absent key, which the
 											 * dimension remembers */
+#define WT_CLS_OBSERVED		"'observed'"	/* order-free: an unchanged row
+											 * identical to its current version,
+											 * remembered by its surrogate key
+											 * (arrival_observe.c) */
 
 /* `_w: the fast path's copies of a classified row. */
 #define WT_COPY_UPDATE		"1"				/* closes or updates the target row */
