@@ -62,13 +62,14 @@ typedef struct ArrivalObserved
 extern struct _DestReceiver *scd2_arrival_observer(const char *relname, ArrivalObserved *obs);
 
 /* arrival_memory.c (as the extension owner) */
-extern void scd2_arrival_memory_prepare(void);
+extern void scd2_arrival_memory_prepare_store(void);
+extern void scd2_arrival_memory_prepare_recall(void);
 extern bool scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since);
 extern bool scd2_arrival_memory_has_versions(Oid dim_oid, TimestampTz since);
 extern void scd2_arrival_memory_recall(Oid dim_oid);
 extern uint64 scd2_arrival_memory_recall_versions(Oid dim_oid);
 extern void scd2_arrival_memory_recall_observed(void);
-extern void scd2_arrival_memory_store(Oid dim_oid, int64 run_id);
+extern void scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled);
 extern void scd2_arrival_memory_store_observed(Oid dim_oid, int64 run_id,
 											   const ArrivalObserved *obs);
 extern void scd2_arrival_memory_drop(void);

@@ -94,7 +94,22 @@ memory_exec_per_row(const char *sql, int nargs, Oid *argtypes, Datum *values, bo
  * owner, unrestricted), with what the owner may do on each granted.
  */
 void
-scd2_arrival_memory_prepare(void)
+scd2_arrival_memory_prepare_store(void)
+{
+	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
+
+	catalog_utility("CREATE TEMP TABLE " ARR_REMEMBER_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
+					"creating the remembered events table");
+	catalog_utility(psprintf("GRANT INSERT ON " ARR_REMEMBER_TABLE " TO %s", role),
+					"granting the remembered events table");
+}
+
+/*
+ * The same for the recall's work tables, which only a load that
+ * recomputes keys needs (load_arrival.c).
+ */
+void
+scd2_arrival_memory_prepare_recall(void)
 {
 	const char *role = quote_identifier(GetUserNameFromId(GetUserId(), false));
 
@@ -103,8 +118,6 @@ scd2_arrival_memory_prepare(void)
 	catalog_utility("CREATE TEMP TABLE " ARR_RECALLED_TABLE " (" MEMORY_COLS ", tid pg_catalog.tid,"
 					" sk pg_catalog.int8) ON COMMIT DROP",
 					"creating the recalled events table");
-	catalog_utility("CREATE TEMP TABLE " ARR_REMEMBER_TABLE " (" MEMORY_COLS ") ON COMMIT DROP",
-					"creating the remembered events table");
 	catalog_utility("CREATE TEMP TABLE " ARR_VERSIONS_TABLE " (sk pg_catalog.int8,"
 					" since pg_catalog.timestamptz) ON COMMIT DROP", "creating the arrival versions table");
 	catalog_utility("CREATE TEMP TABLE " ARR_OBSERVED_TABLE " (sk pg_catalog.int8,"
@@ -113,7 +126,7 @@ scd2_arrival_memory_prepare(void)
 	catalog_utility("CREATE TEMP TABLE " ARR_STATES_TABLE " (sk pg_catalog.int8, effective pg_catalog.timestamptz,"
 					" business_key pg_catalog.jsonb, state pg_catalog.jsonb) ON COMMIT DROP",
 					"creating the observed states table");
-	catalog_utility(psprintf("GRANT INSERT ON " ARR_KEYS_TABLE ", " ARR_REMEMBER_TABLE ", " ARR_VERSIONS_TABLE
+	catalog_utility(psprintf("GRANT INSERT ON " ARR_KEYS_TABLE ", " ARR_VERSIONS_TABLE
 							 ", " ARR_STATES_TABLE " TO %s", role),
 					"granting the arrival work tables");
 	catalog_utility(psprintf("GRANT SELECT ON " ARR_RECALLED_TABLE ", " ARR_OBSERVED_TABLE " TO %s", role),
@@ -269,10 +282,20 @@ scd2_arrival_memory_recall_observed(void)
 	"COALESCE(" a ".state, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".state, 'null')"
 
 void
-scd2_arrival_memory_store(Oid dim_oid, int64 run_id)
+scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled)
 {
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
+
+	if (!recalled)
+	{
+		/* nothing recalled, nothing superseded (in-order events) */
+		(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
+								 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
+								 "   FROM ONLY " ARR_REMEMBER_TABLE " r",
+								 2, argtypes, values, NULL, false, SPI_OK_INSERT, "remembering events");
+		return;
+	}
 
 	/*
 	 * A row of versions some of whose observations go: the others stay,

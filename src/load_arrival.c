@@ -500,6 +500,17 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 {
 	const Scd2Config *cfg = st->cfg;
 
+	/*
+	 * Its work tables, created outside the restriction (an in-order load
+	 * whose keys all take the fast path needs none of them)
+	 */
+	scd2_owner_unrestrict(st->oc);
+	scd2_arrival_memory_prepare_recall();
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_events), SPI_OK_UTILITY, "creating the arrival event table");
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_timeline), SPI_OK_UTILITY, "creating the arrival timeline table");
+	scd2_owner_restrict(st->oc);
+	st->arrival_recalled = true;
+
 	{
 		int			nest = NewGUCNestLevel();
 
@@ -539,6 +550,7 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 	cc->distinct = scd2_spi_int8(0, 1);
 	cc->kept = scd2_spi_int8(0, 2);
 	cc->complex_rows = subset ? scd2_spi_int8(0, 3) : st->source_rows;
+	scd2_exec_work("DROP TABLE " EV_TABLE ", " TL_TABLE, SPI_OK_UTILITY, "dropping the arrival work tables");
 }
 
 /*
@@ -566,9 +578,7 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 
 	/* work tables: created outside the restriction */
 	scd2_owner_unrestrict(st->oc);
-	scd2_arrival_memory_prepare();
-	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_events), SPI_OK_UTILITY, "creating the arrival event table");
-	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_timeline), SPI_OK_UTILITY, "creating the arrival timeline table");
+	scd2_arrival_memory_prepare_store();
 	scd2_owner_restrict(st->oc);
 
 	if (!st->no_earliest && scd2_arrival_memory_ahead(cfg->dim_oid, st->earliest))
@@ -599,7 +609,6 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 		if (complex_keys > 0)
 			recompute(st, true, cc);
 	}
-	scd2_exec_work("DROP TABLE " EV_TABLE ", " TL_TABLE, SPI_OK_UTILITY, "dropping the arrival work tables");
 }
 
 /*
@@ -616,7 +625,7 @@ scd2_arrival_finish(LoadState *st, bool dry_run)
 
 		if (run_id == 0)
 			elog(ERROR, "scd2: an order-free load of %s has no run id", st->cfg->dim_name);
-		scd2_arrival_memory_store(st->cfg->dim_oid, run_id);
+		scd2_arrival_memory_store(st->cfg->dim_oid, run_id, st->arrival_recalled);
 		scd2_arrival_memory_store_observed(st->cfg->dim_oid, run_id, st->observed);
 	}
 	scd2_arrival_memory_drop();

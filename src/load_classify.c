@@ -140,6 +140,19 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 	 * Both subqueries are fenced (OFFSET 0) so each expression is computed
 	 * once per row; unchanged rows are dropped before the expansion.
 	 */
+	if (observe)
+		/*
+		 * Each row's copies by its class, one ProjectSet: most rows of an
+		 * in-order batch are observations with one copy, and the LATERAL
+		 * VALUES below evaluated three and kept one (200,000 rows: 0.1 s)
+		 */
+		appendStringInfoString(&buf, X(" FROM (SELECT cls0.*, pg_catalog.unnest(CASE cls0.`_cls"
+									   " WHEN " WT_CLS_CHANGE " THEN '{" WT_COPY_UPDATE "," WT_COPY_INSERT "}'::pg_catalog.int4[]"
+									   " WHEN " WT_CLS_NEW " THEN '{" WT_COPY_INSERT "}'::pg_catalog.int4[]"
+									   " WHEN " WT_CLS_RETURN " THEN '{" WT_COPY_INSERT "}'::pg_catalog.int4[]"
+									   " WHEN " WT_CLS_NOOP " THEN '{" WT_COPY_REMEMBER "}'::pg_catalog.int4[]"
+									   " WHEN " WT_CLS_OBSERVED " THEN '{" WT_COPY_REMEMBER "}'::pg_catalog.int4[]"
+									   " ELSE '{" WT_COPY_UPDATE "}'::pg_catalog.int4[] END) AS `_w"));
 	appendStringInfoString(&buf, X(" FROM (SELECT * FROM (SELECT c.*, CASE"
 						   " WHEN c.`_dvf IS NOT NULL THEN CASE"
 						   "   WHEN c.`_t <= c.`_dvf THEN " WT_CLS_COMPLEX
@@ -161,12 +174,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 		 */
 		int			instant = scd2_instant_column(cfg);
 
-		appendStringInfoString(&buf, X(") THEN " WT_CLS_TYPE1 " WHEN c.`_dsk IS NOT NULL AND "));
-		scd2_append_identical_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d", -1);
-		appendStringInfoString(&buf, " AND ");
-		scd2_append_identical_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e", -1);
-		appendStringInfoString(&buf, " AND ");
-		scd2_append_identical_positional(&buf, cfg, cfg->other, cfg->nother, "c.", "c.", "o", instant);
+		appendStringInfoString(&buf, X(") THEN " WT_CLS_TYPE1 " WHEN c.`_dsk IS NOT NULL"));
+		scd2_append_identical_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "c.", "c.", "d", -1, true);
+		scd2_append_identical_positional(&buf, cfg, cfg->type1, cfg->ntype1, "c.", "c.", "e", -1, true);
+		scd2_append_identical_positional(&buf, cfg, cfg->other, cfg->nother, "c.", "c.", "o", instant, false);
 		if (instant >= 0)
 			appendStringInfo(&buf, X(" AND c.%s OPERATOR(pg_catalog.=) c.`_t"), cfg->other[instant].ident);
 		appendStringInfoString(&buf, X(" THEN " WT_CLS_OBSERVED));
@@ -226,6 +237,11 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", scd2_current_pred(cfg, "d"));
+	if (observe)
+	{
+		appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls0) cls"));
+		return buf.data;
+	}
 	appendStringInfo(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"
 					 " CROSS JOIN LATERAL (VALUES (" WT_COPY_UPDATE ", cls.`_cls), (" WT_COPY_INSERT ", cls.`_cls)%s) AS v(`_w, `_k)"
 					 " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"

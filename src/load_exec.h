@@ -32,6 +32,8 @@ typedef struct LoadState
 								 * (timestamptz) */
 	bool		no_earliest;	/* no such instant (another dimension, or no
 								 * staging rows) */
+	bool		arrival_recalled;	/* it recomputed keys: their remembered
+									 * events were recalled */
 	struct ArrivalObserved *observed;	/* its fast path's no-op observations
 										 * of versions (arrival_observe.c),
 										 * or NULL */

@@ -12,6 +12,7 @@
 #include "access/tupdesc.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "sqlbuild.h"
 
@@ -127,6 +128,11 @@ equality_is_identity(const Scd2Column *col)
 {
 	switch (col->typid)
 	{
+		case TEXTOID:
+		case VARCHAROID:
+			/* texteq: the same bytes, under a deterministic collation */
+			return col->builtin_eq && OidIsValid(col->collid) &&
+				get_collation_isdeterministic(col->collid);
 		case BOOLOID:
 		case CHAROID:
 		case INT2OID:
@@ -144,26 +150,28 @@ equality_is_identity(const Scd2Column *col)
 }
 
 /*
- * AND of NULL-safe identities a.c_i = b._<tag>i (positional partner):
- * equal values for a type whose equality is identity, else equal text
- * forms compared byte by byte -- what the arrival memory would keep of
- * each as the text of its state (load_classify.c's observations).
+ * " AND" NULL-safe identities a.c_i = b._<tag>i (positional partner), but
+ * for column skip: equal values for a type whose equality is identity
+ * (none of those when known_equal: the caller has compared them by
+ * equality already), else equal text forms compared byte by byte -- what
+ * the arrival memory would keep of each as the text of its state
+ * (load_classify.c's observations).
  */
 void
 scd2_append_identical_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Column *cols,
 								 int n, const char *aprefix, const char *bprefix, const char *tag,
-								 int skip)
+								 int skip, bool known_equal)
 {
-	appendStringInfoString(buf, "true");
 	for (int i = 0; i < n; i++)
 	{
 		char	   *a = psprintf("%s%s", aprefix, cols[i].ident);
 		char	   *b = psprintf("%s%s_%s%d", bprefix, cfg->px, tag, i + 1);
+		bool		identity = equality_is_identity(&cols[i]);
 
-		if (i == skip)
+		if (i == skip || (identity && known_equal))
 			continue;
 		appendStringInfoString(buf, " AND ");
-		if (equality_is_identity(&cols[i]))
+		if (identity)
 			append_eq(buf, &cols[i], a, b);
 		else
 			appendStringInfo(buf,

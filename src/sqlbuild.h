@@ -23,7 +23,8 @@ extern void scd2_append_null_cols(StringInfo buf, const Scd2Column *cols, int n)
 extern void scd2_append_col_defs(StringInfo buf, const Scd2Column *cols, int n);
 extern void scd2_append_identical_positional(StringInfo buf, const Scd2Config *cfg,
 											 const Scd2Column *cols, int n, const char *aprefix,
-											 const char *bprefix, const char *tag, int skip);
+											 const char *bprefix, const char *tag, int skip,
+											 bool known_equal);
 extern int	scd2_instant_column(const Scd2Config *cfg);
 extern void scd2_append_eq_positional(StringInfo buf, const Scd2Config *cfg,
 									  const Scd2Column *cols, int n, const char *aprefix, const char *bprefix,
