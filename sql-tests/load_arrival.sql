@@ -322,4 +322,15 @@ TRUNCATE stg_m;
 INSERT INTO stg_m VALUES (1, 'Z', 7, '2024-01-03', false);
 SELECT count(*) FROM scd2.merge('stg_m', 'dim_m');
 SELECT k, a, n, valid_from, valid_to FROM dim_m ORDER BY k, valid_from;
-DROP TABLE dim_v, dim_e, dim_m, stg_m CASCADE;
+-- Without a surrogate key the observations are rows of their own, and
+-- split the same way.
+CREATE TABLE dim_x (k int, a text, b int, valid_from date, valid_to date, is_current boolean);
+SELECT scd2.register('dim_x', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
+                     delete_column => 'del', is_current_column => 'is_current', order_free => true);
+SELECT count(*) FROM load('dim_x', $$(1, 'A', 1, '2024-01-01', false)$$);
+SELECT count(*) FROM load('dim_x', $$(1, 'A', 1, '2024-01-05', false)$$);
+SELECT effective::date, business_key, state, versions FROM scd2.arrival_memory
+ WHERE dimension = 'dim_x'::regclass AND dropped_by IS NULL;
+SELECT count(*) FROM load('dim_x', $$(1, 'Z', 1, '2024-01-03', false)$$);
+SELECT k, a, valid_from, valid_to FROM dim_x ORDER BY valid_from;
+DROP TABLE dim_v, dim_e, dim_m, stg_m, dim_x CASCADE;
