@@ -424,7 +424,9 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 					 X(" UNION ALL SELECT c.`_action, true, %s, %s, %s, %s,"
 					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb, NULL::pg_catalog.jsonb"
 					   " FROM %s c"),
-					 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) : "NULL::pg_catalog.int8",
+					 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) :
+					 /* the keys an order-free load drew (load.c), or NULL */
+					 cfg->order_free && cfg->sk ? X("c.`_sk") : "NULL::pg_catalog.int8",
 					 keys, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
 	if (written && cfg->sk)
 	{
@@ -492,10 +494,13 @@ copy_work_rows(int64 run_id, bool keep)
  * After the load computed its rows (prepared: scd2_changelog_prepare
  * returned true): reserve the run id, write the run's header and copy the
  * rows into scd2.change_log, as the extension owner; the work table is
- * dropped.  Returns the run id (0: no change log installed).
+ * dropped, or with keys_later emptied for the surrogate keys of the
+ * versions the load inserts (scd2_changelog_sql_inserted_keys: an
+ * order-free load that did not draw them).  Returns the run id (0: no
+ * change log installed).
  */
 int64
-scd2_changelog_write(const Scd2Config *cfg, bool prepared)
+scd2_changelog_write(const Scd2Config *cfg, bool prepared, bool keys_later)
 {
 	int64		run_id;
 
@@ -504,7 +509,7 @@ scd2_changelog_write(const Scd2Config *cfg, bool prepared)
 
 	run_id = write_run_header(cfg, text_before_images(), -1);
 	if (prepared)
-		copy_work_rows(run_id, cfg->order_free && cfg->sk != NULL);
+		copy_work_rows(run_id, keys_later);
 	hand_over_run_id(cfg, run_id);
 	return run_id;
 }

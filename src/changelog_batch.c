@@ -27,13 +27,15 @@
  * load (changelog_compact.c).
  *
  * Eligible: the change log on and installed with the table, not a dry run,
- * not Citus (load_citus.c logs after its writes), not order-free, no column
+ * not Citus (load_citus.c logs after its writes), no column
  * added by the load; a plain table whose surrogate key is an identity or
  * serial column (its sequence, on which the owner has USAGE or UPDATE) and
  * that has no enabled BEFORE INSERT row trigger (which could change the
  * key); every change row from the fast path (load_classify.c) and none a
- * Type 1 update.  Otherwise the load logs one row per version
- * (changelog.c).
+ * Type 1 update; not order-free.  Otherwise the load logs one row per
+ * version (changelog.c) -- an order-free one with the surrogate keys it
+ * drew for its new versions (load.c draws those of its general path's
+ * too), which it would otherwise read back after its write.
  *
  * Security (docs/SECURITY.md): the change table is read, the keys drawn
  * and the dimension read back as the dimension's owner (the load's
@@ -152,7 +154,7 @@ scd2_batch_sequence(const LoadState *st, bool dry_run)
 	Datum		seq;
 
 	if (dry_run || !st->log_prepared || st->citus != SCD2_CITUS_NONE || cfg->sk == NULL ||
-		cfg->order_free || cfg->filled != NIL || !scd2_changelog_batch_installed())
+		cfg->filled != NIL || !scd2_changelog_batch_installed())
 		return InvalidOid;
 	rel = table_open(cfg->dim_oid, AccessShareLock);
 	ok = rel->rd_rel->relkind == RELKIND_RELATION && !has_before_insert_trigger(rel);
@@ -198,7 +200,12 @@ scd2_load_record_batch_log(LoadState *st)
 	Datum		arrays[3];
 	bool		isnull;
 
-	if (!OidIsValid(st->sk_seq))
+	/*
+	 * An order-free load draws its keys too, but logs row by row: a later
+	 * one may move or remove the versions it wrote (the readers would
+	 * refuse it then), and its row log names them by surrogate key
+	 */
+	if (!OidIsValid(st->sk_seq) || cfg->order_free)
 		return false;
 	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_origin <> " WT_ORIGIN_FAST
 								  "   OR `_action NOT IN (" WT_ACT_INSERT ", " WT_ACT_NEW_VERSION ", " WT_ACT_CLOSE ", " WT_ACT_DELETE ")"

@@ -250,6 +250,8 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	}
 	else
 	{
+		if (cfg->order_free && !req->dry_run)
+			scd2_arrival_draw_keys(st);
 		/* by surrogate keys when the batch allows (changelog_batch.c) */
 		if (!req->dry_run && !scd2_load_record_batch_log(st))
 			scd2_load_record_change_log(st, scd2_changelog_sql(cfg, CHG_TABLE, NULL), true);

@@ -65,6 +65,7 @@ extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
 extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
 /* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
 extern void scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
+extern void scd2_arrival_draw_keys(LoadState *st);
 extern void scd2_arrival_finish(LoadState *st, bool dry_run);
 
 /* load_citus.c */

@@ -612,6 +612,25 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 }
 
 /*
+ * Before the change log, when the load draws the surrogate keys of its
+ * new versions (st->sk_seq: the fast path drew those of its insert
+ * copies): the recomputed keys' new versions draw theirs, so that the
+ * change log names every version the load inserts (the MERGE inserts the
+ * keys drawn) and need not read them back after the write.
+ */
+void
+scd2_arrival_draw_keys(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+
+	if (!OidIsValid(st->sk_seq) || !st->arrival_recalled)
+		return;
+	scd2_load_exec(st, psprintf(X("UPDATE " CHG_TABLE " SET `_sk = pg_catalog.nextval(CAST(%u AS pg_catalog.regclass))"
+								  " WHERE `_tvf IS NULL AND `_sk IS NULL"), st->sk_seq),
+				   SPI_OK_UPDATE, "drawing the new versions' surrogate keys");
+}
+
+/*
  * After the change log (the run id is reserved): what the load remembers
  * replaces what it recalled, unless it is a dry run; the memory's work
  * tables go.

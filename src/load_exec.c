@@ -199,7 +199,19 @@ scd2_load_record_change_log(LoadState *st, const char *sql, bool probing)
 			scd2_load_exec(st, sql, SPI_OK_INSERT, "recording the change log");
 		AtEOXact_GUC(true, nest);
 	}
-	(void) scd2_changelog_write(st->cfg, st->log_prepared);
+	(void) scd2_changelog_write(st->cfg, st->log_prepared, scd2_load_keys_after_write(st));
+}
+
+/*
+ * Whether the change log of an order-free load learns the surrogate keys
+ * of the versions it inserts after its write (they have one, and the load
+ * did not draw them before: on Citus, or when the key has no sequence
+ * the owner may use -- changelog_batch.c, scd2_batch_sequence).
+ */
+bool
+scd2_load_keys_after_write(const LoadState *st)
+{
+	return st->cfg->order_free && st->cfg->sk != NULL && !OidIsValid(st->sk_seq);
 }
 
 /*
@@ -216,7 +228,7 @@ scd2_load_record_inserted_keys(LoadState *st, const char *chg)
 	int			nest;
 	int64		n;
 
-	if (!st->log_prepared || st->cfg->sk == NULL)
+	if (!st->log_prepared || !scd2_load_keys_after_write(st))
 		return;
 	nest = NewGUCNestLevel();
 	scd2_pin_text_forms();

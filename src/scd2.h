@@ -271,7 +271,7 @@ extern void scd2_pin_text_forms(void);
 extern bool scd2_changelog_prepare(bool dry_run);
 extern char *scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written);
 extern char *scd2_changelog_sql_first_load(const Scd2Config *cfg);
-extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared);
+extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared, bool keys_later);
 extern void scd2_changelog_work_table(Oid role);
 extern void scd2_changelog_copy_work_rows(int64 run_id);
 extern bool scd2_changelog_compact_first_load(void);
