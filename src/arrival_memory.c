@@ -89,6 +89,32 @@ memory_exec_per_row(const char *sql, int nargs, Oid *argtypes, Datum *values, bo
 }
 
 /*
+ * Whether the dimension remembers a live event (versions: an observation
+ * of a version) effective at or after since.
+ */
+static bool
+remembers_from(Oid dim_oid, TimestampTz since, bool versions)
+{
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), TimestampTzGetDatum(since)};
+	bool		isnull;
+	bool		found;
+
+	(void) scd2_exec_catalog(versions ?
+							 "SELECT EXISTS (SELECT FROM scd2.arrival_memory m"
+							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.business_key IS NULL"
+							 "    AND m.effective OPERATOR(pg_catalog.>=) $2 AND m.dropped_by IS NULL)" :
+							 "SELECT EXISTS (SELECT FROM scd2.arrival_memory m"
+							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
+							 "    AND m.effective OPERATOR(pg_catalog.>=) $2)",
+							 2, argtypes, values, NULL, false, SPI_OK_SELECT,
+							 versions ? "looking for remembered observations of versions" :
+							 "looking for remembered events after the staged ones");
+	found = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return found && !isnull;
+}
+
+/*
  * The work tables, created by the extension owner before the load's
  * security-restricted operation starts (the caller is the dimension's
  * owner, unrestricted), with what the owner may do on each granted.
@@ -146,18 +172,7 @@ scd2_arrival_memory_prepare_recall(void)
 bool
 scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since)
 {
-	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
-	Datum		values[2] = {ObjectIdGetDatum(dim_oid), TimestampTzGetDatum(since)};
-	bool		isnull;
-	bool		ahead;
-
-	(void) scd2_exec_catalog("SELECT EXISTS (SELECT FROM scd2.arrival_memory m"
-							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL"
-							 "    AND m.effective OPERATOR(pg_catalog.>=) $2)",
-							 2, argtypes, values, NULL, false, SPI_OK_SELECT,
-							 "looking for remembered events after the staged ones");
-	ahead = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	return ahead && !isnull;
+	return remembers_from(dim_oid, since, false);
 }
 
 /*
@@ -168,18 +183,7 @@ scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since)
 bool
 scd2_arrival_memory_has_versions(Oid dim_oid, TimestampTz since)
 {
-	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
-	Datum		values[2] = {ObjectIdGetDatum(dim_oid), TimestampTzGetDatum(since)};
-	bool		isnull;
-	bool		has;
-
-	(void) scd2_exec_catalog("SELECT EXISTS (SELECT FROM scd2.arrival_memory m"
-							 "  WHERE m.dimension OPERATOR(pg_catalog.=) $1 AND m.business_key IS NULL"
-							 "    AND m.effective OPERATOR(pg_catalog.>=) $2 AND m.dropped_by IS NULL)",
-							 2, argtypes, values, NULL, false, SPI_OK_SELECT,
-							 "looking for remembered observations of versions");
-	has = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	return has && !isnull;
+	return remembers_from(dim_oid, since, true);
 }
 
 /*
