@@ -178,6 +178,18 @@ scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what)
 }
 
 /*
+ * Whether the change log of an order-free load learns the surrogate keys
+ * of the versions it inserts after its write (they have one, and the load
+ * did not draw them before: on Citus, or when the key has no sequence
+ * the owner may use -- changelog_batch.c, scd2_batch_sequence).
+ */
+static bool
+keys_after_write(const LoadState *st)
+{
+	return st->cfg->order_free && st->cfg->sk != NULL && !OidIsValid(st->sk_seq);
+}
+
+/*
  * The change log of the load: its rows computed as the owner, like every
  * statement of the load (changelog.c explains why), then copied into
  * scd2.change_log by the extension owner.  probing: the rows are read by
@@ -199,20 +211,9 @@ scd2_load_record_change_log(LoadState *st, const char *sql, bool probing)
 			scd2_load_exec(st, sql, SPI_OK_INSERT, "recording the change log");
 		AtEOXact_GUC(true, nest);
 	}
-	(void) scd2_changelog_write(st->cfg, st->log_prepared, scd2_load_keys_after_write(st));
+	(void) scd2_changelog_write(st->cfg, st->log_prepared, keys_after_write(st));
 }
 
-/*
- * Whether the change log of an order-free load learns the surrogate keys
- * of the versions it inserts after its write (they have one, and the load
- * did not draw them before: on Citus, or when the key has no sequence
- * the owner may use -- changelog_batch.c, scd2_batch_sequence).
- */
-bool
-scd2_load_keys_after_write(const LoadState *st)
-{
-	return st->cfg->order_free && st->cfg->sk != NULL && !OidIsValid(st->sk_seq);
-}
 
 /*
  * After the write of an order-free load (load.c): the surrogate keys of
@@ -228,7 +229,7 @@ scd2_load_record_inserted_keys(LoadState *st, const char *chg)
 	int			nest;
 	int64		n;
 
-	if (!st->log_prepared || !scd2_load_keys_after_write(st))
+	if (!st->log_prepared || !keys_after_write(st))
 		return;
 	nest = NewGUCNestLevel();
 	scd2_pin_text_forms();

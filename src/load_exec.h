@@ -58,7 +58,6 @@ extern void scd2_load_exec_probing_into(LoadState *st, double driving_rows, cons
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
 extern void scd2_load_record_change_log(LoadState *st, const char *sql, bool probing);
 extern void scd2_load_record_inserted_keys(LoadState *st, const char *chg);
-extern bool scd2_load_keys_after_write(const LoadState *st);
 extern void scd2_store_feed(Tuplestorestate *store, TupleDesc desc);
 
 /* load_memory.c: a load statement's nodes share hash_mem */
