@@ -777,13 +777,16 @@ CREATE TABLE scd2.change_log_batches (
     run_id         bigint        PRIMARY KEY,   -- scd2.change_log_runs.run_id
     surrogate_keys bigint[]      NOT NULL,      -- of every row the run wrote
     actions        "char"[]      NOT NULL,      -- i insert, n new_version, c close, d delete
-    valid_to       timestamptz[] NOT NULL       -- each row's valid_to after the run; NULL: current
+    valid_to       timestamptz[] NOT NULL,      -- each row's valid_to after the run; NULL: current
+    business_keys  jsonb[],                     -- an order-free load's: each row's business key and
+    valid_from     timestamptz[]                -- valid_from (a later one may move or remove its versions)
 );
 COMMENT ON TABLE scd2.change_log_batches IS
     'scd2 change log: a batch logged by the surrogate keys of the rows it wrote (one row per run; scd2.change_log holds none of its rows)';
 -- uncompressed: pglz made writing a 200k-row batch's arrays (50k rows
 -- written) take 30-40 ms, a quarter of what logging it costs
 ALTER TABLE scd2.change_log_batches ALTER COLUMN surrogate_keys SET STORAGE EXTERNAL,
-    ALTER COLUMN actions SET STORAGE EXTERNAL, ALTER COLUMN valid_to SET STORAGE EXTERNAL;
+    ALTER COLUMN actions SET STORAGE EXTERNAL, ALTER COLUMN valid_to SET STORAGE EXTERNAL,
+    ALTER COLUMN business_keys SET STORAGE EXTERNAL, ALTER COLUMN valid_from SET STORAGE EXTERNAL;
 SELECT pg_catalog.pg_extension_config_dump('scd2.change_log_batches', '');
 REVOKE ALL ON scd2.change_log_batches FROM PUBLIC;

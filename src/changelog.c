@@ -564,19 +564,24 @@ scd2_changelog_batch_installed(void)
  * as the extension owner.  The work table goes unused.  Returns the run id.
  */
 int64
-scd2_changelog_write_batch(const Scd2Config *cfg, Datum sks, Datum actions, Datum valid_to)
+scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arrays)
 {
-	Oid			argtypes[4] = {INT8OID, INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		values[4];
+	Oid			argtypes[6] = {INT8OID, INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID};
+	Datum		values[6];
+	char		nulls[7] = "      ";
 	int64		run_id = write_run_header(cfg, text_before_images(), -1);
 
 	values[0] = Int64GetDatum(run_id);
-	values[1] = sks;
-	values[2] = actions;
-	values[3] = valid_to;
-	scd2_exec_catalog("INSERT INTO scd2.change_log_batches (run_id, surrogate_keys, actions, valid_to)"
-					  " VALUES ($1, $2, $3, $4)",
-					  4, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
+	for (int i = 0; i < 5; i++)
+	{
+		values[i + 1] = arrays[i];
+		if (arrays[i] == (Datum) 0)
+			nulls[i + 1] = 'n';	/* business keys and valid_from: absolute batches only */
+	}
+	scd2_exec_catalog("INSERT INTO scd2.change_log_batches (run_id, surrogate_keys, actions, valid_to,"
+					  " business_keys, valid_from) VALUES ($1, $2, $3, $4, $5, $6)",
+					  6, argtypes, values, nulls, false, SPI_OK_INSERT, "writing the change log");
 	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
 					  "dropping the change log's work table");
 	hand_over_run_id(cfg, run_id);

@@ -32,10 +32,14 @@
  * serial column (its sequence, on which the owner has USAGE or UPDATE) and
  * that has no enabled BEFORE INSERT row trigger (which could change the
  * key); every change row from the fast path (load_classify.c) and none a
- * Type 1 update; not order-free.  Otherwise the load logs one row per
- * version (changelog.c) -- an order-free one with the surrogate keys it
- * drew for its new versions (load.c draws those of its general path's
- * too), which it would otherwise read back after its write.
+ * Type 1 update.  Otherwise the load logs one row per version
+ * (changelog.c) -- an order-free one with the surrogate keys it drew for
+ * its new versions (load.c draws those of its general path's too), which
+ * it would otherwise read back after its write.  An order-free load's
+ * batch is absolute: it logs its rows' business keys and valid_from too,
+ * since a later order-free load may move or remove the versions it wrote;
+ * its readers read them from there (a row a later load removed is still
+ * read) and need no scd2_batch_require_unmoved.
  *
  * Security (docs/SECURITY.md): the change table is read, the keys drawn
  * and the dimension read back as the dimension's owner (the load's
@@ -197,29 +201,36 @@ bool
 scd2_load_record_batch_log(LoadState *st)
 {
 	const Scd2Config *cfg = st->cfg;
-	Datum		arrays[3];
+	Datum		arrays[5] = {0};
 	bool		isnull;
 
 	/*
-	 * An order-free load draws its keys too, but logs row by row: a later
-	 * one may move or remove the versions it wrote (the readers would
-	 * refuse it then), and its row log names them by surrogate key
+	 * An order-free load logs its rows' business keys and valid_from too
+	 * (absolute): a later one may move or remove the versions it wrote,
+	 * and the readers would not find them in the dimension as it wrote
+	 * them.
 	 */
-	if (!OidIsValid(st->sk_seq) || cfg->order_free)
+	bool		absolute = cfg->order_free;
+
+	if (!OidIsValid(st->sk_seq))
 		return false;
 	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_origin <> " WT_ORIGIN_FAST
 								  "   OR `_action NOT IN (" WT_ACT_INSERT ", " WT_ACT_NEW_VERSION ", " WT_ACT_CLOSE ", " WT_ACT_DELETE ")"
 								  "   OR `_sk IS NULL), pg_catalog.count(*),"
-								  " pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s), pg_catalog.array_agg(%s) FROM %s"),
+								  " pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s), pg_catalog.array_agg(%s)%s FROM %s c"),
 								action_case_sql(X("`_action"), true),
-								scd2_changelog_encode_sql(cfg->vf.typid, X("`_vt")), CHG_TABLE),
+								scd2_changelog_encode_sql(cfg->vf.typid, X("`_vt")),
+								absolute ? psprintf(", pg_catalog.array_agg(%s), pg_catalog.array_agg(%s)",
+													scd2_key_json_sql(cfg, "c"),
+													scd2_changelog_encode_sql(cfg->vf.typid, X("COALESCE(`_tvf, `_vf)"))) : "",
+								CHG_TABLE),
 				   SPI_OK_SELECT, "recording the change log");
 	if (scd2_spi_int8(0, 1) != 0 || scd2_spi_int8(0, 2) == 0)
 		return false;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < (absolute ? 5 : 3); i++)
 		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 3, &isnull),
 							  false, -1);
-	(void) scd2_changelog_write_batch(cfg, arrays[0], arrays[1], arrays[2]);
+	(void) scd2_changelog_write_batch(cfg, arrays);
 	return true;
 }
 
@@ -239,20 +250,27 @@ scd2_batch_read(int64 run_id, Scd2BatchLog *b)
 	memset(b, 0, sizeof(*b));
 	if (!scd2_changelog_batch_installed())
 		return false;
-	scd2_exec_catalog("SELECT b.surrogate_keys, b.actions, b.valid_to, pg_catalog.cardinality(b.surrogate_keys)"
+	scd2_exec_catalog("SELECT b.surrogate_keys, b.actions, b.valid_to, b.business_keys, b.valid_from,"
+					  "       pg_catalog.cardinality(b.surrogate_keys)"
 					  "  FROM scd2.change_log_batches b WHERE b.run_id OPERATOR(pg_catalog.=) $1",
 					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
 	if (SPI_processed == 0)
 		return false;
-	for (int i = 0; i < 3; i++)
-		b->arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
-								 false, -1);
-	b->n = scd2_spi_int8(0, 4);
+	for (int i = 0; i < 5; i++)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+
+		b->arrays[i] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+		if (i == 3)
+			b->absolute = !isnull;
+	}
+	b->n = scd2_spi_int8(0, 6);
 	return true;
 }
 
-/* The argument types of scd2_batch_rows_sql's statement ($1..$3). */
-const Oid	scd2_batch_argtypes[3] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID};
+/* The argument types of scd2_batch_rows_sql's statement ($1..$3; absolute: $1..$5). */
+const Oid	scd2_batch_argtypes[5] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID};
 
 /*
  * The rows a run logged by surrogate keys wrote, as scd2.change_log would
@@ -262,10 +280,13 @@ const Oid	scd2_batch_argtypes[3] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAY
  * order (business key, valid_from, inserted).  The before-image of an
  * updated row: the run's current valid_to, is_current true, and with
  * type1_images its Type 1 values now (for a revert: the run changed none
- * and it is the newest run), else NULL (unchanged by the run).
+ * and it is the newest run), else NULL (unchanged by the run).  An
+ * absolute batch (an order-free load's) logged each row's business key and
+ * valid_from ($4, $5): they are read from there, and a row a later load
+ * removed from the dimension is still read.
  */
 char *
-scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images)
+scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images, const Scd2BatchLog *b)
 {
 	Relation	rel = table_open(run->dim_oid, AccessShareLock);
 	int			nkeys,
@@ -291,15 +312,18 @@ scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images)
 					" %s AS valid_from, b.vt AS valid_to,"
 					" CASE WHEN %s THEN %s END AS old_valid_to, CASE WHEN %s THEN %s END AS old_is_current,"
 					" CASE WHEN %s THEN %s END AS old_type1"
-					" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)) AS b(sk, a, vt)"
-					" JOIN %s t ON t.%s OPERATOR(pg_catalog.=) b.sk"
+					" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)%s) AS b(sk, a, vt%s)"
+					" %s %s t ON t.%s OPERATOR(pg_catalog.=) b.sk"
 					" ORDER BY 4, 5, 2",
 					action_case_sql("b.a", false), inserted_sql("b.a"),
-					scd2_changelog_key_json_sql(keys, nkeys, "t"),
-					scd2_changelog_encode_sql(book[0].typid, psprintf("t.%s", book[0].ident)),
+					b->absolute ? "b.bk" : scd2_changelog_key_json_sql(keys, nkeys, "t"),
+					b->absolute ? "b.vf" : scd2_changelog_encode_sql(book[0].typid, psprintf("t.%s", book[0].ident)),
 					updated, open, updated, ncur > 0 ? "true" : "NULL::pg_catalog.bool",
 					updated, type1_images && ntype1 > 0 ?
 					scd2_changelog_type1_json_sql(type1, ntype1, "t", run->old_type1_text) : "NULL::pg_catalog.jsonb",
+					b->absolute ? ", pg_catalog.unnest($4), pg_catalog.unnest($5)" : "",
+					b->absolute ? ", bk, vf" : "",
+					b->absolute ? "LEFT JOIN" : "JOIN",
 					dim_name, sk[0].ident);
 }
 
@@ -323,10 +347,13 @@ scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found, const
  * the later run.
  */
 void
-scd2_batch_require_unmoved(const Run *run, const char *dim_name)
+scd2_batch_require_unmoved(const Run *run, const char *dim_name, const Scd2BatchLog *b)
 {
 	Oid			argtypes[2] = {INT8OID, OIDOID};
 	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
+
+	if (b->absolute)
+		return;					/* its keys and valid_from are logged */
 
 	scd2_exec_catalog("SELECT r.run_id FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 					  " WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass AND r.run_id OPERATOR(pg_catalog.>) $1"
@@ -357,7 +384,7 @@ scd2_batch_exec(const Run *run, const char *dim_name, const char *sql, const Scd
 	uint64		n;
 
 	scd2_pin_text_forms();
-	n = scd2_exec_as_owner(scd2_relation_owner(run->dim_oid), sql, 3, (Oid *) scd2_batch_argtypes,
+	n = scd2_exec_as_owner(scd2_relation_owner(run->dim_oid), sql, b->absolute ? 5 : 3, (Oid *) scd2_batch_argtypes,
 						   (Datum *) b->arrays, read_only, expected, what,
 						   psprintf("scd2: %s of run %lld of dimension %s", what, (long long) run->run_id,
 									dim_name));
@@ -449,8 +476,8 @@ scd2_batch_collect(Datum run_ids, const char *dim_name, bool inserted_only, Datu
 		scd2_revert_read_run(run_id, true, &run);
 		if (!scd2_batch_read(run_id, &b))
 			elog(ERROR, "scd2: the change log of run %lld vanished", (long long) run_id);
-		scd2_batch_require_unmoved(&run, dim_name);
-		found = scd2_batch_exec(&run, dim_name, scd2_batch_rows_sql(&run, dim_name, false), &b, true,
+		scd2_batch_require_unmoved(&run, dim_name, &b);
+		found = scd2_batch_exec(&run, dim_name, scd2_batch_rows_sql(&run, dim_name, false, &b), &b, true,
 								SPI_OK_SELECT, "reading back the rows the run wrote");
 		scd2_batch_require_rows(&run, dim_name, (int64) found, &b);
 		for (uint64 i = 0; i < found; i++)

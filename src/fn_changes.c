@@ -101,7 +101,7 @@ read_batch_rows(const Run *run, const char *dim_name, Datum *arrays)
 
 	if (!scd2_batch_read(run->run_id, &b))
 		elog(ERROR, "scd2: the change log of run %lld vanished", (long long) run->run_id);
-	scd2_batch_require_unmoved(run, dim_name);
+	scd2_batch_require_unmoved(run, dim_name, &b);
 	(void) scd2_batch_exec(run, dim_name,
 						   psprintf("SELECT COALESCE(pg_catalog.array_agg(x.action ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
 									" COALESCE(pg_catalog.array_agg(x.inserted ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
@@ -110,7 +110,7 @@ read_batch_rows(const Run *run, const char *dim_name, Datum *arrays)
 									" COALESCE(pg_catalog.array_agg(x.valid_from ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
 									" COALESCE(pg_catalog.array_agg(x.valid_to ORDER BY x.business_key, x.valid_from, x.inserted), '{}'),"
 									" pg_catalog.count(*) FROM (%s) x",
-									scd2_batch_rows_sql(run, dim_name, false)),
+									scd2_batch_rows_sql(run, dim_name, false, &b)),
 						   &b, true, SPI_OK_SELECT, "reading back the rows the run wrote");
 	scd2_batch_require_rows(run, dim_name, scd2_spi_int8(0, 7), &b);
 	for (int i = 0; i < 6; i++)

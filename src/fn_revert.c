@@ -643,7 +643,7 @@ write_batch_rows(const Run *run, const char *dim_name)
 	n = scd2_batch_exec(run, dim_name,
 						psprintf("INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key,"
 								 " valid_from, valid_to, old_valid_to, old_is_current, old_type1) %s",
-								 scd2_batch_rows_sql(run, dim_name, true)),
+								 scd2_batch_rows_sql(run, dim_name, true, &b)),
 						&b, false, SPI_OK_INSERT, "reading back the rows the run wrote");
 	scd2_batch_require_rows(run, dim_name, (int64) n, &b);
 	scd2_changelog_copy_work_rows(run->run_id);

@@ -86,15 +86,19 @@ extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
 typedef struct Scd2BatchLog
 {
 	int64		n;				/* rows the run wrote */
-	Datum		arrays[3];		/* surrogate keys, actions, valid_to */
+	Datum		arrays[5];		/* surrogate keys, actions, valid_to; with
+								 * absolute, business keys and valid_from */
+	bool		absolute;		/* the rows' business keys and valid_from are
+								 * logged too (an order-free load's) */
 } Scd2BatchLog;
 
-extern const Oid scd2_batch_argtypes[3];
+extern const Oid scd2_batch_argtypes[5];
 extern bool scd2_batch_read(int64 run_id, Scd2BatchLog *b);
-extern char *scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images);
+extern char *scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images,
+								 const Scd2BatchLog *b);
 extern void scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found,
 									const Scd2BatchLog *b);
-extern void scd2_batch_require_unmoved(const Run *run, const char *dim_name);
+extern void scd2_batch_require_unmoved(const Run *run, const char *dim_name, const Scd2BatchLog *b);
 /* scd2_batch_collect's arrays: run, key, valid_from, inserted, old_valid_to, old_is_current */
 #define SCD2_BATCH_UNDO_COLS 6
 extern void scd2_batch_collect(Datum run_ids, const char *dim_name, bool inserted_only,
