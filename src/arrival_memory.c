@@ -285,21 +285,15 @@ scd2_arrival_memory_recall_observed(void)
 	a ".present OPERATOR(pg_catalog.=) " b ".present AND " \
 	"COALESCE(" a ".state, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".state, 'null')"
 
-void
-scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled)
+/*
+ * The recalled events the load does not remember again are superseded by
+ * run_id: a row of versions in part, the others whole.
+ */
+static void
+supersede_recalled(Oid dim_oid, int64 run_id)
 {
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
-
-	if (!recalled)
-	{
-		/* nothing recalled, nothing superseded (in-order events) */
-		(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
-								 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
-								 "   FROM ONLY " ARR_REMEMBER_TABLE " r",
-								 2, argtypes, values, NULL, false, SPI_OK_INSERT, "remembering events");
-		return;
-	}
 
 	/*
 	 * A row of versions some of whose observations go: the others stay,
@@ -328,12 +322,23 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled)
 							   "                             WHERE " SAME_EVENT("r", "c") ")))"
 							   "   AND m.dimension OPERATOR(pg_catalog.=) $1 AND m.dropped_by IS NULL",
 							   2, argtypes, values, true, SPI_OK_UPDATE, "superseding remembered events");
-	(void) scd2_exec_catalog("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
-							 " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
-							 "   FROM ONLY " ARR_REMEMBER_TABLE " r"
-							 "  WHERE NOT EXISTS (SELECT FROM ONLY " ARR_RECALLED_TABLE " c WHERE " SAME_EVENT("c", "r") ")",
-							 2, argtypes, values, NULL, false, SPI_OK_INSERT,
-							 "remembering events");
+}
+
+void
+scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled)
+{
+	Oid			argtypes[2] = {OIDOID, INT8OID};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
+
+	if (recalled)
+		supersede_recalled(dim_oid, run_id);
+	/* what is remembered again as it is stays as it is */
+	(void) scd2_exec_catalog(psprintf("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
+									  " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
+									  "   FROM ONLY " ARR_REMEMBER_TABLE " r%s",
+									  recalled ? "  WHERE NOT EXISTS (SELECT FROM ONLY " ARR_RECALLED_TABLE " c"
+									  " WHERE " SAME_EVENT("c", "r") ")" : ""),
+							 2, argtypes, values, NULL, false, SPI_OK_INSERT, "remembering events");
 }
 
 static int
@@ -491,6 +496,9 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64((int64) n);
 }
 
+/* The events a row of the memory holds: one, or its versions' observations. */
+#define EVENTS_IN_ROW "COALESCE(pg_catalog.cardinality(m.versions), 1)"
+
 /*
  * scd2.arrival_memory_size(dimension): how much an order-free dimension
  * remembers, so that its owner can choose the retention horizon of
@@ -501,9 +509,6 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
  * statement on scd2.arrival_memory, as the extension owner, of the
  * dimension's rows only; only the dimension's owner may ask.
  */
-/* The events a row of the memory holds: one, or its versions' observations. */
-#define EVENTS_IN_ROW "COALESCE(pg_catalog.cardinality(m.versions), 1)"
-
 Datum
 scd2_arrival_memory_size(PG_FUNCTION_ARGS)
 {

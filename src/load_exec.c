@@ -37,10 +37,14 @@ scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what)
 	scd2_load_exec_args(st, sql, 0, NULL, NULL, expected, what);
 }
 
-/* The same with more parameters, $2 on (none NULL). */
-void
-scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
-					const Datum *args, int expected, const char *what)
+/*
+ * A statement of the load with more parameters, $2 on (none NULL); its
+ * rows to dest when one is given (scd2_exec_user_into), else the
+ * statement's result code must be expected.
+ */
+static void
+run_statement(LoadState *st, const char *sql, int nargs, const Oid *types, const Datum *args,
+			  DestReceiver *dest, int expected, const char *what)
 {
 	Oid		   *argtypes = palloc(sizeof(Oid) * (nargs + 1));
 	Datum	   *values = palloc(sizeof(Datum) * (nargs + 1));
@@ -59,8 +63,11 @@ scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 		/* its sorts and hashes share hash_mem (load_memory.c) */
 		scd2_explain_if_asked(sql, what, nargs + 1, argtypes, values, st->snap);
 		scd2_memory_budget_arm(sql);
-		(void) scd2_exec_user(sql, nargs + 1, argtypes, values, NULL, st->snap, false,
-							  expected, what);
+		if (dest)
+			(void) scd2_exec_user_into(sql, nargs + 1, argtypes, values, st->snap, dest, what);
+		else
+			(void) scd2_exec_user(sql, nargs + 1, argtypes, values, NULL, st->snap, false,
+								  expected, what);
 		scd2_memory_budget_disarm();
 	}
 	PG_CATCH();
@@ -70,6 +77,14 @@ scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 	}
 	PG_END_TRY();
 	AtEOXact_GUC(true, nest);
+}
+
+/* The same with more parameters, $2 on (none NULL). */
+void
+scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
+					const Datum *args, int expected, const char *what)
+{
+	run_statement(st, sql, nargs, types, args, NULL, expected, what);
 }
 
 /*
@@ -122,35 +137,15 @@ scd2_load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 	AtEOXact_GUC(true, nest);
 }
 
-/*
- * The same for a query whose rows go to dest (arrival_observe.c's
- * receiver), as scd2_exec_user_into runs it: $1 = effective_at, the
- * load's snapshot, its plan shown on request, the errors in the words of
- * the load.
- */
+/* The same for a query whose rows go to dest (arrival_observe.c's receiver). */
 void
 scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
 							DestReceiver *dest, const char *what)
 {
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	Datum		values[1] = {st->effective_at};
-	MemoryContext cxt = CurrentMemoryContext;
 	int			nest = NewGUCNestLevel();
 
 	force_probing(st, driving_rows);
-	PG_TRY();
-	{
-		scd2_explain_if_asked(sql, what, 1, argtypes, values, st->snap);
-		scd2_memory_budget_arm(sql);
-		(void) scd2_exec_user_into(sql, 1, argtypes, values, st->snap, dest, what);
-		scd2_memory_budget_disarm();
-	}
-	PG_CATCH();
-	{
-		scd2_memory_budget_disarm();
-		load_rethrow(st, what, cxt);
-	}
-	PG_END_TRY();
+	run_statement(st, sql, 0, NULL, NULL, dest, SPI_OK_SELECT, what);
 	AtEOXact_GUC(true, nest);
 }
 
@@ -213,7 +208,6 @@ scd2_load_record_change_log(LoadState *st, const char *sql, bool probing)
 	}
 	(void) scd2_changelog_write(st->cfg, st->log_prepared, keys_after_write(st));
 }
-
 
 /*
  * After the write of an order-free load (load.c): the surrogate keys of
