@@ -333,11 +333,11 @@ SELECT effective::date, business_key, state, versions FROM scd2.arrival_memory
  WHERE dimension = 'dim_x'::regclass AND dropped_by IS NULL;
 SELECT count(*) FROM load('dim_x', $$(1, 'Z', 1, '2024-01-03', false)$$);
 SELECT k, a, valid_from, valid_to FROM dim_x ORDER BY valid_from;
--- An in-order order-free load is logged by surrogate keys, with its rows'
--- business keys and valid_from (a later load may move or remove the
--- versions it wrote): scd2.changes of it stays what it was after later
--- loads extended and removed its versions, and a rewind through them all
--- restores the dimension and the memory.
+-- An in-order order-free load is logged by surrogate keys, like any
+-- batch; a later load that moves or removes versions it wrote pins their
+-- business keys and valid_from in its batch first: scd2.changes of it
+-- stays what it was after later loads extended and removed its versions,
+-- and a rewind through them all restores the dimension and the memory.
 CREATE TABLE dim_l (LIKE dim_o INCLUDING IDENTITY);
 SELECT scd2.register('dim_l', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
                      delete_column => 'del', is_current_column => 'is_current',
@@ -349,7 +349,7 @@ SELECT * FROM load('dim_l', $$(1, 'A', 1, '2024-02-01', false)$$, $$(2, 'B', 1, 
 SELECT max(run_id) AS r1 FROM scd2.change_log_runs WHERE dimension = 'dim_l'::regclass \gset
 SELECT * FROM load('dim_l', $$(3, 'D', 1, '2024-02-05', false)$$);
 SELECT max(run_id) AS r2 FROM scd2.change_log_runs WHERE dimension = 'dim_l'::regclass \gset
-SELECT run_id = :r1 AS first, business_keys IS NOT NULL AS absolute, cardinality(surrogate_keys) AS rows
+SELECT run_id = :r1 AS first, business_keys IS NOT NULL AS pinned, cardinality(surrogate_keys) AS rows
   FROM scd2.change_log_batches WHERE run_id IN (:r1, :r2) ORDER BY run_id;
 SELECT (SELECT count(*) FROM scd2.change_log WHERE run_id IN (:r1, :r2)) AS logged_row_by_row;
 CREATE TEMP TABLE feed_l AS SELECT 1 AS r, * FROM scd2.changes(:r1) UNION ALL SELECT 2, * FROM scd2.changes(:r2);
@@ -357,6 +357,18 @@ SELECT * FROM feed_l ORDER BY r, business_key, valid_from;
 -- key 1 identical on Jan 20th: its version (inserted by r1) starts then;
 -- a delete of key 2 at its version's very start: the version is removed
 SELECT * FROM load('dim_l', $$(1, 'A', 1, '2024-01-20', false)$$, $$(2, NULL, NULL, '2024-02-01', true)$$);
+-- the two versions r1 inserted, pinned in its batch; r2's rows were not moved
+SELECT run_id = :r1 AS first, u.bk AS business_key, u.vf::date AS valid_from, u.sk = d.sk AS still_there
+  FROM scd2.change_log_batches b,
+       ROWS FROM (unnest(b.surrogate_keys), unnest(b.business_keys), unnest(b.valid_from)) AS u(sk, bk, vf)
+       LEFT JOIN dim_l d ON d.sk = u.sk
+ WHERE b.run_id IN (:r1, :r2) AND u.bk IS NOT NULL ORDER BY 1 DESC, 2;
+-- key 1 identical earlier still: the version moves again, its pin stays
+SELECT * FROM load('dim_l', $$(1, 'A', 1, '2024-01-10', false)$$);
+SELECT u.bk AS business_key, u.vf::date AS valid_from
+  FROM scd2.change_log_batches b,
+       ROWS FROM (unnest(b.surrogate_keys), unnest(b.business_keys), unnest(b.valid_from)) AS u(sk, bk, vf)
+ WHERE b.run_id = :r1 AND u.bk IS NOT NULL ORDER BY 1;
 SELECT NOT EXISTS (SELECT 1 AS r, * FROM scd2.changes(:r1) UNION ALL SELECT 2, * FROM scd2.changes(:r2)
                    EXCEPT SELECT * FROM feed_l)
    AND (SELECT count(*) FROM scd2.changes(:r1)) + (SELECT count(*) FROM scd2.changes(:r2)) = (SELECT count(*) FROM feed_l)

@@ -778,8 +778,8 @@ CREATE TABLE scd2.change_log_batches (
     surrogate_keys bigint[]      NOT NULL,      -- of every row the run wrote
     actions        "char"[]      NOT NULL,      -- i insert, n new_version, c close, d delete
     valid_to       timestamptz[] NOT NULL,      -- each row's valid_to after the run; NULL: current
-    business_keys  jsonb[],                     -- an order-free load's: each row's business key and
-    valid_from     timestamptz[]                -- valid_from (a later one may move or remove its versions)
+    business_keys  jsonb[],                     -- the business key and valid_from of each row a later
+    valid_from     timestamptz[]                -- order-free load moved or removed, pinned by it (else NULL)
 );
 COMMENT ON TABLE scd2.change_log_batches IS
     'scd2 change log: a batch logged by the surrogate keys of the rows it wrote (one row per run; scd2.change_log holds none of its rows)';

@@ -577,7 +577,7 @@ scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arrays)
 	{
 		values[i + 1] = arrays[i];
 		if (arrays[i] == (Datum) 0)
-			nulls[i + 1] = 'n';	/* business keys and valid_from: absolute batches only */
+			nulls[i + 1] = 'n';	/* business keys and valid_from: pinned later */
 	}
 	scd2_exec_catalog("INSERT INTO scd2.change_log_batches (run_id, surrogate_keys, actions, valid_to,"
 					  " business_keys, valid_from) VALUES ($1, $2, $3, $4, $5, $6)",

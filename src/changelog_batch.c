@@ -35,11 +35,13 @@
  * Type 1 update.  Otherwise the load logs one row per version
  * (changelog.c) -- an order-free one with the surrogate keys it drew for
  * its new versions (load.c draws those of its general path's too), which
- * it would otherwise read back after its write.  An order-free load's
- * batch is absolute: it logs its rows' business keys and valid_from too,
- * since a later order-free load may move or remove the versions it wrote;
- * its readers read them from there (a row a later load removed is still
- * read) and need no scd2_batch_require_unmoved.
+ * it would otherwise read back after its write.  A later order-free load
+ * may move a version's valid_from or remove the version: before it does,
+ * it pins the business key and valid_from of those rows in the batches
+ * that logged them (scd2_batch_pin_moved: business_keys and valid_from,
+ * NULL at the other rows' places), and the readers read a pinned row from
+ * there (a row a later load removed is still read).  An in-order load
+ * moves nothing, and logs no more than the three arrays.
  *
  * Security (docs/SECURITY.md): the change table is read, the keys drawn
  * and the dimension read back as the dimension's owner (the load's
@@ -204,34 +206,77 @@ scd2_load_record_batch_log(LoadState *st)
 	Datum		arrays[5] = {0};
 	bool		isnull;
 
-	/*
-	 * An order-free load logs its rows' business keys and valid_from too
-	 * (absolute): a later one may move or remove the versions it wrote,
-	 * and the readers would not find them in the dimension as it wrote
-	 * them.
-	 */
-	bool		absolute = cfg->order_free;
-
 	if (!OidIsValid(st->sk_seq))
 		return false;
 	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_origin <> " WT_ORIGIN_FAST
 								  "   OR `_action NOT IN (" WT_ACT_INSERT ", " WT_ACT_NEW_VERSION ", " WT_ACT_CLOSE ", " WT_ACT_DELETE ")"
 								  "   OR `_sk IS NULL), pg_catalog.count(*),"
-								  " pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s), pg_catalog.array_agg(%s)%s FROM %s c"),
+								  " pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s), pg_catalog.array_agg(%s) FROM %s c"),
 								action_case_sql(X("`_action"), true),
-								scd2_changelog_encode_sql(cfg->vf.typid, X("`_vt")),
-								absolute ? psprintf(", pg_catalog.array_agg(%s), pg_catalog.array_agg(%s)",
-													scd2_key_json_sql(cfg, "c"),
-													scd2_changelog_encode_sql(cfg->vf.typid, X("COALESCE(`_tvf, `_vf)"))) : "",
-								CHG_TABLE),
+								scd2_changelog_encode_sql(cfg->vf.typid, X("`_vt")), CHG_TABLE),
 				   SPI_OK_SELECT, "recording the change log");
 	if (scd2_spi_int8(0, 1) != 0 || scd2_spi_int8(0, 2) == 0)
 		return false;
-	for (int i = 0; i < (absolute ? 5 : 3); i++)
+	for (int i = 0; i < 3; i++)
 		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 3, &isnull),
 							  false, -1);
 	(void) scd2_changelog_write_batch(cfg, arrays);
 	return true;
+}
+
+/*
+ * Before an order-free load moves ('extend') or removes ('remove')
+ * versions (load_arrival.c), and whether or not it logs itself: the
+ * earlier batches of the dimension that logged those versions by
+ * surrogate key keep, for them, the business key and valid_from the
+ * readers would no longer find in the dimension.  The change table has
+ * both (the version's key columns, and its valid_from before this load in
+ * `_tvf), computed as the owner; the extension owner writes them into the
+ * batches' business_keys and valid_from at the versions' places.  The
+ * first load that moves a version pins it, so a later one finds it pinned
+ * and leaves it; an in-order load, which moves nothing, pays nothing.
+ */
+void
+scd2_batch_pin_moved(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+	Oid			argtypes[4] = {OIDOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[4];
+	bool		isnull;
+	int			nest;
+
+	if (cfg->sk == NULL || !scd2_changelog_batch_installed())
+		return;
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*), pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s),"
+								  " pg_catalog.array_agg(%s) FROM %s c"
+								  " WHERE `_action IN (" WT_ACT_EXTEND ", " WT_ACT_REMOVE ") AND `_sk IS NOT NULL"),
+								scd2_key_json_sql(cfg, "c"), scd2_changelog_encode_sql(cfg->vf.typid, X("`_tvf")),
+								CHG_TABLE),
+				   SPI_OK_SELECT, "finding the versions the load moves");
+	AtEOXact_GUC(true, nest);
+	if (scd2_spi_int8(0, 1) == 0)
+		return;
+	values[0] = ObjectIdGetDatum(cfg->dim_oid);
+	for (int i = 1; i < 4; i++)
+		values[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
+							  false, -1);
+	scd2_exec_catalog("UPDATE scd2.change_log_batches b SET business_keys = p.bk, valid_from = p.vf"
+					  "  FROM (SELECT b0.run_id,"
+					  "               pg_catalog.array_agg(COALESCE(b0.business_keys[u.i], m.bk) ORDER BY u.i) AS bk,"
+					  "               pg_catalog.array_agg(COALESCE(b0.valid_from[u.i], m.vf) ORDER BY u.i) AS vf"
+					  "          FROM scd2.change_log_batches b0"
+					  "          JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) b0.run_id"
+					  "          CROSS JOIN LATERAL pg_catalog.unnest(b0.surrogate_keys) WITH ORDINALITY AS u(sk, i)"
+					  "          LEFT JOIN (SELECT DISTINCT ON (m0.sk) m0.sk, m0.bk, m0.vf"
+					  "                       FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS m0(sk, bk, vf)"
+					  "                      ORDER BY m0.sk) m ON m.sk OPERATOR(pg_catalog.=) u.sk"
+					  "         WHERE r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
+					  "           AND b0.surrogate_keys OPERATOR(pg_catalog.&&) $2"
+					  "         GROUP BY b0.run_id) p"
+					  " WHERE b.run_id OPERATOR(pg_catalog.=) p.run_id",
+					  4, argtypes, values, NULL, false, SPI_OK_UPDATE, "pinning the moved rows of earlier batches");
 }
 
 /* ---------- the readers ---------- */
@@ -262,13 +307,13 @@ scd2_batch_read(int64 run_id, Scd2BatchLog *b)
 
 		b->arrays[i] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
 		if (i == 3)
-			b->absolute = !isnull;
+			b->pinned = !isnull;
 	}
 	b->n = scd2_spi_int8(0, 6);
 	return true;
 }
 
-/* The argument types of scd2_batch_rows_sql's statement ($1..$3; absolute: $1..$5). */
+/* The argument types of scd2_batch_rows_sql's statement ($1..$3; pinned: $1..$5). */
 const Oid	scd2_batch_argtypes[5] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID, JSONBARRAYOID,
 	TIMESTAMPTZARRAYOID};
 
@@ -280,10 +325,11 @@ const Oid	scd2_batch_argtypes[5] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAY
  * order (business key, valid_from, inserted).  The before-image of an
  * updated row: the run's current valid_to, is_current true, and with
  * type1_images its Type 1 values now (for a revert: the run changed none
- * and it is the newest run), else NULL (unchanged by the run).  An
- * absolute batch (an order-free load's) logged each row's business key and
- * valid_from ($4, $5): they are read from there, and a row a later load
- * removed from the dimension is still read.
+ * and it is the newest run), else NULL (unchanged by the run).  The rows
+ * a later order-free load moved or removed were pinned in the batch
+ * (scd2_batch_pin_moved: $4, $5, NULL at the other rows' places): their
+ * business key and valid_from are read from there, and a row a later
+ * load removed from the dimension is still read.
  */
 char *
 scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images, const Scd2BatchLog *b)
@@ -299,6 +345,8 @@ scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images, con
 	Scd2LoggedColumn *sk = scd2_changelog_columns(rel, run->surrogate_key, run->run_id, dim_name, &nsk);
 	Scd2LoggedColumn *type1 = scd2_changelog_columns(rel, run->type1_columns, run->run_id, dim_name, &ntype1);
 	char	   *open;
+	char	   *key;
+	char	   *vf;
 	char	   *updated = psprintf("NOT %s", inserted_sql("b.a"));
 
 	(void) scd2_changelog_columns(rel, run->is_current, run->run_id, dim_name, &ncur);
@@ -308,23 +356,26 @@ scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images, con
 	open = strcmp(run->current_valid_to, "null") == 0 ? "NULL::pg_catalog.timestamptz" :
 		scd2_changelog_encode_sql(book[1].typid, psprintf("CAST(%s AS %s)", quote_literal_cstr(run->current_valid_to),
 														  format_type_be_qualified(book[1].typid)));
+	key = scd2_changelog_key_json_sql(keys, nkeys, "t");
+	vf = scd2_changelog_encode_sql(book[0].typid, psprintf("t.%s", book[0].ident));
 	return psprintf("SELECT %s AS action, %s AS inserted, b.sk AS surrogate_key, %s AS business_key,"
 					" %s AS valid_from, b.vt AS valid_to,"
 					" CASE WHEN %s THEN %s END AS old_valid_to, CASE WHEN %s THEN %s END AS old_is_current,"
 					" CASE WHEN %s THEN %s END AS old_type1"
 					" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)%s) AS b(sk, a, vt%s)"
-					" %s %s t ON t.%s OPERATOR(pg_catalog.=) b.sk"
+					" %s %s t ON t.%s OPERATOR(pg_catalog.=) b.sk%s"
 					" ORDER BY 4, 5, 2",
 					action_case_sql("b.a", false), inserted_sql("b.a"),
-					b->absolute ? "b.bk" : scd2_changelog_key_json_sql(keys, nkeys, "t"),
-					b->absolute ? "b.vf" : scd2_changelog_encode_sql(book[0].typid, psprintf("t.%s", book[0].ident)),
+					b->pinned ? psprintf("COALESCE(b.bk, %s)", key) : key,
+					b->pinned ? psprintf("COALESCE(b.vf, %s)", vf) : vf,
 					updated, open, updated, ncur > 0 ? "true" : "NULL::pg_catalog.bool",
 					updated, type1_images && ntype1 > 0 ?
 					scd2_changelog_type1_json_sql(type1, ntype1, "t", run->old_type1_text) : "NULL::pg_catalog.jsonb",
-					b->absolute ? ", pg_catalog.unnest($4), pg_catalog.unnest($5)" : "",
-					b->absolute ? ", bk, vf" : "",
-					b->absolute ? "LEFT JOIN" : "JOIN",
-					dim_name, sk[0].ident);
+					b->pinned ? ", pg_catalog.unnest($4), pg_catalog.unnest($5)" : "",
+					b->pinned ? ", bk, vf" : "",
+					b->pinned ? "LEFT JOIN" : "JOIN",
+					dim_name, sk[0].ident,
+					b->pinned ? psprintf(" WHERE b.bk IS NOT NULL OR t.%s IS NOT NULL", sk[0].ident) : "");
 }
 
 /* The dimension held every row the run wrote (found of b->n), or an error. */
@@ -341,27 +392,30 @@ scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found, const
 }
 
 /*
- * No successful load after the run moved or removed versions (an
- * order-free load: load_arrival.c), which would leave its rows' business
- * keys and valid_from other than the run wrote them; or an error naming
- * the later run.
+ * No successful load after the run moved or removed one of its rows (an
+ * order-free load: load_arrival.c) without pinning it in the batch
+ * (scd2_batch_pin_moved), which would leave the row's business key and
+ * valid_from other than the run wrote them; or an error naming the later
+ * run.  A load that moves a row pins it first, so this holds unless the
+ * log was written otherwise.
  */
 void
 scd2_batch_require_unmoved(const Run *run, const char *dim_name, const Scd2BatchLog *b)
 {
-	Oid			argtypes[2] = {INT8OID, OIDOID};
-	Datum		values[2] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid)};
+	Oid			argtypes[3] = {INT8OID, OIDOID, INT8ARRAYOID};
+	Datum		values[3] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid), b->arrays[0]};
 
-	if (b->absolute)
-		return;					/* its keys and valid_from are logged */
+	if (b->pinned)
+		return;					/* the rows later loads moved are pinned */
 
 	scd2_exec_catalog("SELECT r.run_id FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 					  " WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass AND r.run_id OPERATOR(pg_catalog.>) $1"
 					  "   AND a.status OPERATOR(pg_catalog.=) 'success'"
 					  "   AND EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) r.run_id"
-					  "                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[]))"
+					  "                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[])"
+					  "                  AND c.surrogate_key OPERATOR(pg_catalog.=) ANY ($3))"
 					  " ORDER BY r.run_id LIMIT 1",
-					  2, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the later runs");
+					  3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the later runs");
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -384,7 +438,7 @@ scd2_batch_exec(const Run *run, const char *dim_name, const char *sql, const Scd
 	uint64		n;
 
 	scd2_pin_text_forms();
-	n = scd2_exec_as_owner(scd2_relation_owner(run->dim_oid), sql, b->absolute ? 5 : 3, (Oid *) scd2_batch_argtypes,
+	n = scd2_exec_as_owner(scd2_relation_owner(run->dim_oid), sql, b->pinned ? 5 : 3, (Oid *) scd2_batch_argtypes,
 						   (Datum *) b->arrays, read_only, expected, what,
 						   psprintf("scd2: %s of run %lld of dimension %s", what, (long long) run->run_id,
 									dim_name));

@@ -234,6 +234,9 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	 * changes; on Citus after the closes and inserts, with the surrogate
 	 * keys they gave (load_citus.c)
 	 */
+	/* a load that moves versions pins them in the batches that logged them */
+	if (cfg->order_free && st->arrival_recalled && !req->dry_run)
+		scd2_batch_pin_moved(st);
 	if (st->citus != SCD2_CITUS_NONE)
 	{
 		scd2_progress_phase(SCD2_PROGRESS_WRITING, m->source_rows, m->source_rows, 0, total_changes);

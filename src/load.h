@@ -82,6 +82,7 @@ extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *stor
 /* changelog_batch.c */
 extern Oid	scd2_batch_sequence(const LoadState *st, bool dry_run);
 extern bool scd2_load_record_batch_log(LoadState *st);
+extern void scd2_batch_pin_moved(LoadState *st);
 
 extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
 								 Tuplestorestate *store, TupleDesc desc);

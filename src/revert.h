@@ -87,9 +87,11 @@ typedef struct Scd2BatchLog
 {
 	int64		n;				/* rows the run wrote */
 	Datum		arrays[5];		/* surrogate keys, actions, valid_to; with
-								 * absolute, business keys and valid_from */
-	bool		absolute;		/* the rows' business keys and valid_from are
-								 * logged too (an order-free load's) */
+								 * pinned, business keys and valid_from */
+	bool		pinned;			/* a later order-free load moved or removed
+								 * some of its rows: their business keys and
+								 * valid_from are in the batch (NULL at the
+								 * other rows' places) */
 } Scd2BatchLog;
 
 extern const Oid scd2_batch_argtypes[5];
