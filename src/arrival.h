@@ -45,21 +45,20 @@
 
 /*
  * The no-op observations of a version an order-free load's fast path made
- * (arrival_observe.c): the instant and the version's surrogate key of
+ * (classify_copies.c): the instant and the version's surrogate key of
  * each, in the load's memory context; arrival_memory.c stores them as
  * scd2.arrival_memory rows of surrogate keys.
  */
 typedef struct ArrivalObserved
 {
 	MemoryContext cxt;
+	int64		remembered;		/* the events to remember it wrote as change
+								 * rows (remember copies) instead */
 	int64		n;
 	int64		cap;
 	TimestampTz *at;
 	int64	   *sk;
 } ArrivalObserved;
-
-/* arrival_observe.c (as the dimension's owner, in the load's statement) */
-extern struct _DestReceiver *scd2_arrival_observer(const char *relname, ArrivalObserved *obs);
 
 /* arrival_memory.c (as the extension owner) */
 extern void scd2_arrival_memory_prepare_store(void);

@@ -380,7 +380,7 @@ store_versions_row(Oid dim_oid, int64 run_id, const ArrivalObserved *obs, const 
 
 /*
  * After the change log: the fast path's no-op observations of versions
- * (arrival_observe.c), one row per instant and ARRIVAL_VERSIONS_PER_ROW
+ * (classify_copies.c), one row per instant and ARRIVAL_VERSIONS_PER_ROW
  * surrogate keys, sorted -- a row of keys is rewritten whole when a later
  * load supersedes one of them, so rows stay small enough for that to be
  * cheap, and few enough to be written at a fraction of the load's cost.

@@ -192,7 +192,7 @@ params_of(int nargs, const Oid *argtypes, const Datum *values)
 /*
  * A query on user data whose rows go to dest instead of SPI's tuple table
  * (a receiver that works on them as they come: extract_stream.c's
- * streaming comparison, arrival_observe.c's split of the fast path's
+ * streaming comparison, classify_copies.c's copies of the fast path's
  * rows), as scd2_exec_user runs a statement: in the owner
  * context, restricted, with snap (its command id advanced past the
  * statements before, as SPI_execute_snapshot does) and a nest level of its

@@ -235,7 +235,7 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	 * keys they gave (load_citus.c)
 	 */
 	/* a load that moves versions pins them in the batches that logged them */
-	if (cfg->order_free && st->arrival_recalled && !req->dry_run)
+	if (SCD2_LOAD_MOVES(st) && !req->dry_run)
 		scd2_batch_pin_moved(st);
 	if (st->citus != SCD2_CITUS_NONE)
 	{

@@ -55,6 +55,10 @@ extern void scd2_check_conversions(LoadState *st);
 extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *obs);
 
+/* classify_copies.c (as the dimension's owner, in the fast path's statement) */
+extern struct _DestReceiver *scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq,
+												  struct ArrivalObserved *obs);
+
 /* load_timeline.c */
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 									   int64 *y_applied, int64 *complex_rows);

@@ -554,6 +554,23 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 }
 
 /*
+ * The table of the events the load remembers (arrival_memory.c), once,
+ * created outside the restriction: only a load that has such events
+ * needs it (an in-order load whose unchanged rows are all observations
+ * of versions has none).
+ */
+static void
+prepare_remember(LoadState *st)
+{
+	if (st->arrival_remembering)
+		return;
+	scd2_owner_unrestrict(st->oc);
+	scd2_arrival_memory_prepare_store();
+	scd2_owner_restrict(st->oc);
+	st->arrival_remembering = true;
+}
+
+/*
  * Step 4 of an order-free load.  When the memory holds nothing as late as
  * the earliest staged event (in-order events), the fast path classifies
  * every key with one staging row after its history, as for any dimension
@@ -576,22 +593,20 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 				 errhint("Load the extracts' changes as events with a delete marker, or register the dimension without order_free; nothing was loaded.")));
 	memset(cc, 0, sizeof(*cc));
 
-	/* work tables: created outside the restriction */
-	scd2_owner_unrestrict(st->oc);
-	scd2_arrival_memory_prepare_store();
-	scd2_owner_restrict(st->oc);
-
 	if (!st->no_earliest && scd2_arrival_memory_ahead(cfg->dim_oid, st->earliest))
+	{
+		prepare_remember(st);
 		recompute(st, false, cc);
+	}
 	else
 	{
 		ArrivalObserved *obs = NULL;
 		int64		complex_keys;
-		int			nest;
+		bool		remembers;
 
 		/*
 		 * The no-op observations of versions go to the memory as surrogate
-		 * keys (arrival_observe.c), where the versions are the dimension's
+		 * keys (classify_copies.c), where the versions are the dimension's
 		 * own: not on Citus, whose load reads an image of them.
 		 */
 		if (cfg->sk && st->citus == SCD2_CITUS_NONE)
@@ -601,11 +616,18 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 			st->observed = obs;
 		}
 		complex_keys = scd2_classify_simple_keys(st, several, obs);
-		nest = NewGUCNestLevel();
+		/* (with obs, the receiver counted the events to remember) */
+		remembers = obs == NULL || obs->remembered > 0;
+		if (remembers || complex_keys > 0)
+			prepare_remember(st);
+		if (remembers)
+		{
+			int			nest = NewGUCNestLevel();
 
-		scd2_pin_text_forms();
-		scd2_load_exec(st, sql_remember_simple(cfg), SPI_OK_INSERT, "remembering the unchanged rows");
-		AtEOXact_GUC(true, nest);
+			scd2_pin_text_forms();
+			scd2_load_exec(st, sql_remember_simple(cfg), SPI_OK_INSERT, "remembering the unchanged rows");
+			AtEOXact_GUC(true, nest);
+		}
 		if (complex_keys > 0)
 			recompute(st, true, cc);
 	}
@@ -644,8 +666,10 @@ scd2_arrival_finish(LoadState *st, bool dry_run)
 
 		if (run_id == 0)
 			elog(ERROR, "scd2: an order-free load of %s has no run id", st->cfg->dim_name);
-		scd2_arrival_memory_store(st->cfg->dim_oid, run_id, st->arrival_recalled);
+		if (st->arrival_remembering)
+			scd2_arrival_memory_store(st->cfg->dim_oid, run_id, st->arrival_recalled);
 		scd2_arrival_memory_store_observed(st->cfg->dim_oid, run_id, st->observed);
 	}
-	scd2_arrival_memory_drop();
+	if (st->arrival_remembering || st->arrival_recalled)
+		scd2_arrival_memory_drop();
 }

@@ -257,7 +257,7 @@ sql_close(const LoadState *st, const char *source, const char *cond)
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "UPDATE %s t SET ", st->dim_table_sql);
-	scd2_append_update_set(&buf, cfg);
+	scd2_append_update_set(&buf, cfg, SCD2_LOAD_MOVES(st));
 	appendStringInfo(&buf, " FROM %s WHERE ", source);
 	append_target(&buf, cfg, cond);
 	return buf.data;

@@ -1,8 +1,8 @@
 /*
  * load_classify.c -- step 4 of a load: the change set.  The fast path
  * classifies every key with one in-order staging row in one statement
- * (new, change, type1, delete, return, unchanged) straight into the change
- * table; keys with several rows, a late row, or a row at the very instant
+ * (new, change, type1, delete, return, unchanged), whose rows
+ * classify_copies.c writes into the change table as it reads them; keys with several rows, a late row, or a row at the very instant
  * an existing version starts are "complex" and go the general way
  * (load_timeline.c).
  */
@@ -10,7 +10,6 @@
 
 #include "executor/spi.h"
 
-#include "arrival.h"
 #include "load.h"
 #include "sqlbuild.h"
 
@@ -63,96 +62,49 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  * against its current version (found through the partial unique index) --
  * or, when it has none, against its latest closed version -- with a
  * NULL-safe comparison of the tracked columns.  One pass, no materialised
- * intermediate: each changed row expands (LATERAL VALUES) into its update
- * copy (w = 1) and/or its insert copy (w = 2).  A row that turns out to be
- * late, or at the very instant of an existing version, becomes a 'complex'
- * marker row; scd2_sql_move_complex() moves those keys to the general
- * path.  Unchanged rows produce nothing and are counted by difference.
- * With exclude_keys the keys with several staging rows are left out
- * (found by counting each key's rows: append_single_row_keys).
+ * intermediate: the query gives each row's class (FC_*) with what its
+ * copies need, and classify_copies.c's receiver writes them into the
+ * change table (a change: its update copy and its insert copy).  A row
+ * that turns out to be late, or at the very instant of an existing
+ * version, becomes a 'complex' marker row; scd2_sql_move_complex() moves
+ * those keys to the general path.  Unchanged rows produce nothing and are
+ * counted by difference.  With exclude_keys the keys with several staging
+ * rows are left out (found by counting each key's rows:
+ * append_single_row_keys).
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
 static char *
-scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oid sk_seq,
-				   bool observe)
+scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe)
 {
 	StringInfoData buf;
 
 	/*
-	 * An order-free dimension (of = true) also keeps, as a third copy, the
-	 * rows that change nothing but must be remembered (WT_CLS_NOOP: the
-	 * no-op observations and the deletes of absent keys; load_arrival.c
-	 * moves them to the memory), and sends a present row at the very
-	 * instant its key's last version ended (a delete there wins) the
-	 * general way.  With observe, the statement is a query for
-	 * arrival_observe.c's receiver instead of an INSERT: its columns of
-	 * the change table's exact types, then the instant and surrogate key
-	 * of a no-op observation identical to its current version
-	 * (WT_CLS_OBSERVED), which the receiver keeps instead of writing.
+	 * An order-free dimension (of = true) also classifies the rows that
+	 * change nothing but must be remembered (FC_NOOP: the no-op
+	 * observations and the deletes of absent keys; load_arrival.c moves
+	 * them to the memory), and sends a present row at the very instant its
+	 * key's last version ended (a delete there wins) the general way.  With
+	 * observe, a no-op observation identical to its current version is
+	 * FC_OBSERVED, with its instant as the memory keeps it: the receiver
+	 * keeps it instead of writing it.
 	 */
 	bool		of = cfg->order_free;
-	const char *valued = of ? X("`_w <> " WT_COPY_UPDATE) : X("`_w = " WT_COPY_INSERT);
-	const char *observed = X("`_w = " WT_COPY_REMEMBER " AND `_cls = " WT_CLS_OBSERVED);
 
 	initStringInfo(&buf);
-	if (observe)
-		appendStringInfoString(&buf, "SELECT ");
-	else
-	{
-		scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, chg, true);
-		appendStringInfoString(&buf, ") SELECT ");
-	}
-	appendStringInfo(&buf,
-					 X("CASE WHEN `_cls = " WT_CLS_COMPLEX " THEN " WT_ACT_COMPLEX "%s"
-					   " WHEN `_w = " WT_COPY_UPDATE " THEN CASE `_cls WHEN " WT_CLS_CHANGE " THEN " WT_ACT_CLOSE " ELSE `_cls END"
-					   " WHEN `_cls = " WT_CLS_NEW " THEN " WT_ACT_INSERT " ELSE " WT_ACT_NEW_VERSION " END,"
-					   " %s, NOT (`_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_CHANGE "),"
-					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf END, CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dsk%s END,"
-					   " CASE WHEN `_w = " WT_COPY_UPDATE " THEN `_dvf ELSE `_t END,"
-					   " %s,"
-					   " %sNOT (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE "))%s,"
-					   " `_w = " WT_COPY_UPDATE " AND `_cls = " WT_CLS_TYPE1),
-					 of ? X(" WHEN `_w = " WT_COPY_REMEMBER " THEN " WT_ACT_REMEMBER) : "",
-					 /* the query's columns of the change table's types (the INSERT coerces) */
-					 observe ? "CAST(" WT_ORIGIN_FAST " AS pg_catalog.\"char\")" : WT_ORIGIN_FAST,
-					 /* the new versions' surrogate keys, for the change log (changelog_batch.c) */
-					 OidIsValid(sk_seq) ?
-					 psprintf(X(" WHEN `_w = " WT_COPY_INSERT " THEN pg_catalog.nextval(CAST(%u AS pg_catalog.regclass))"), sk_seq) : "",
-					 psprintf(observe ? "CAST(%s AS %s)" : "%s",
-							  X("CASE WHEN `_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ") THEN `_t END"),
-							  cfg->vt.type_sql),
-					 of ? X("CASE WHEN `_w = " WT_COPY_REMEMBER " THEN `_present ELSE ") : "",
-					 of ? " END" : "");
+	appendStringInfo(&buf, X("SELECT `_cls, `_t, CAST(`_t AS %s), %s, `_present, `_dvf, `_dsk"),
+					 cfg->vt.type_sql,
+					 observe ? psprintf(X("CASE WHEN `_cls = " WT_CLS_OBSERVED " THEN %s END"),
+										scd2_changelog_encode_sql(cfg->vf.typid, X("`_t")))
+					 : "NULL::pg_catalog.timestamptz");
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	for (int i = 0; i < cfg->ntracked; i++)
-		appendStringInfo(&buf, ", CASE WHEN %s THEN %s END", valued, cfg->tracked[i].ident);
-	for (int i = 0; i < cfg->ntype1; i++)
-		appendStringInfo(&buf, ", %s", cfg->type1[i].ident);
-	for (int i = 0; i < cfg->nother; i++)
-		appendStringInfo(&buf, ", CASE WHEN %s THEN %s END", valued, cfg->other[i].ident);
-	if (observe)
-		appendStringInfo(&buf, X(", CASE WHEN %s THEN %s END, CASE WHEN %s THEN `_dsk END"),
-						 observed, scd2_changelog_encode_sql(cfg->vf.typid, X("`_t")), observed);
+	scd2_append_payload_cols(&buf, cfg, NULL);
 
 	/*
 	 * The probe: the current version, else (a scalar subquery evaluated
 	 * only for keys without one) the end of the latest closed version.
 	 * Both subqueries are fenced (OFFSET 0) so each expression is computed
-	 * once per row; unchanged rows are dropped before the expansion.
+	 * once per row; unchanged rows are dropped before the receiver.
 	 */
-	if (observe)
-		/*
-		 * Each row's copies by its class, one ProjectSet: most rows of an
-		 * in-order batch are observations with one copy, and the LATERAL
-		 * VALUES below evaluated three and kept one (200,000 rows: 0.1 s)
-		 */
-		appendStringInfoString(&buf, X(" FROM (SELECT cls0.*, pg_catalog.unnest(CASE cls0.`_cls"
-									   " WHEN " WT_CLS_CHANGE " THEN '{" WT_COPY_UPDATE "," WT_COPY_INSERT "}'::pg_catalog.int4[]"
-									   " WHEN " WT_CLS_NEW " THEN '{" WT_COPY_INSERT "}'::pg_catalog.int4[]"
-									   " WHEN " WT_CLS_RETURN " THEN '{" WT_COPY_INSERT "}'::pg_catalog.int4[]"
-									   " WHEN " WT_CLS_NOOP " THEN '{" WT_COPY_REMEMBER "}'::pg_catalog.int4[]"
-									   " WHEN " WT_CLS_OBSERVED " THEN '{" WT_COPY_REMEMBER "}'::pg_catalog.int4[]"
-									   " ELSE '{" WT_COPY_UPDATE "}'::pg_catalog.int4[] END) AS `_w"));
 	appendStringInfoString(&buf, X(" FROM (SELECT * FROM (SELECT c.*, CASE"
 						   " WHEN c.`_dvf IS NOT NULL THEN CASE"
 						   "   WHEN c.`_t <= c.`_dvf THEN " WT_CLS_COMPLEX
@@ -199,7 +151,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 						   X(" WHEN c.`_hvt IS NOT NULL THEN " WT_CLS_RETURN
 						   " ELSE " WT_CLS_NEW " END AS `_cls FROM (SELECT s.*, "));
 	appendStringInfo(&buf, X("d.%s AS `_dvf, %s AS `_dsk"), cfg->vf.ident,
-					 cfg->sk ? psprintf(observe ? "CAST(d.%s AS pg_catalog.int8)" : "d.%s", cfg->sk)
+					 cfg->sk ? psprintf("CAST(d.%s AS pg_catalog.int8)", cfg->sk)
 					 : "NULL::pg_catalog.int8");
 	appendStringInfo(&buf, ", CASE WHEN d.%s IS NULL THEN (SELECT h.%s FROM %s h WHERE ",
 					 cfg->vf.ident, cfg->vt.ident, cfg->dim_sql);
@@ -237,17 +189,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, const char *chg, bool exclude_keys, Oi
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", scd2_current_pred(cfg, "d"));
-	if (observe)
-	{
-		appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls0) cls"));
-		return buf.data;
-	}
-	appendStringInfo(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"
-					 " CROSS JOIN LATERAL (VALUES (" WT_COPY_UPDATE ", cls.`_cls), (" WT_COPY_INSERT ", cls.`_cls)%s) AS v(`_w, `_k)"
-					 " WHERE (`_w = " WT_COPY_UPDATE " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_DELETE ", " WT_CLS_TYPE1 ", " WT_CLS_COMPLEX "))"
-					 " OR (`_w = " WT_COPY_INSERT " AND `_cls IN (" WT_CLS_CHANGE ", " WT_CLS_NEW ", " WT_CLS_RETURN "))%s"),
-					 of ? X(", (" WT_COPY_REMEMBER ", cls.`_cls)") : "",
-					 of ? X(" OR (`_w = " WT_COPY_REMEMBER " AND `_cls IN (" WT_CLS_NOOP ", " WT_CLS_OBSERVED "))") : "");
+	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"));
 	return buf.data;
 }
 
@@ -312,7 +254,7 @@ count_rows(LoadState *st, const char *table)
  * general path (KEYS_TABLE).  Returns how many keys go the general way.
  */
 int64
-scd2_classify_simple_keys(LoadState *st, bool several, ArrivalObserved *obs)
+scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *obs)
 {
 	const Scd2Config *cfg = st->cfg;
 	int64		complex_keys = 0;
@@ -322,15 +264,9 @@ scd2_classify_simple_keys(LoadState *st, bool several, ArrivalObserved *obs)
 		scd2_load_exec(st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
 		complex_keys = (int64) SPI_processed;
 	}
-	if (obs)
-		scd2_load_exec_probing_into(st, (double) st->source_rows,
-									scd2_sql_fast_path(cfg, CHG_TABLE, several, st->sk_seq, true),
-									scd2_arrival_observer(CHG_TABLE_RELNAME, obs),
-									"classifying staging rows");
-	else
-		scd2_load_exec_probing(st, (double) st->source_rows,
-							   scd2_sql_fast_path(cfg, CHG_TABLE, several, st->sk_seq, false),
-							   SPI_OK_INSERT, "classifying staging rows");
+	scd2_load_exec_probing_into(st, (double) st->source_rows, scd2_sql_fast_path(cfg, several, obs != NULL),
+								scd2_classify_copier(cfg, CHG_TABLE_RELNAME, st->sk_seq, obs),
+								"classifying staging rows");
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				   "moving late rows to the general path");
 	return complex_keys + (int64) SPI_processed;

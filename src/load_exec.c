@@ -137,7 +137,7 @@ scd2_load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 	AtEOXact_GUC(true, nest);
 }
 
-/* The same for a query whose rows go to dest (arrival_observe.c's receiver). */
+/* The same for a query whose rows go to dest (classify_copies.c's receiver). */
 void
 scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
 							DestReceiver *dest, const char *what)

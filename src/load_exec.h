@@ -32,10 +32,14 @@ typedef struct LoadState
 								 * (timestamptz) */
 	bool		no_earliest;	/* no such instant (another dimension, or no
 								 * staging rows) */
+	bool		arrival_remembering;	/* it has events to remember: the
+										 * memory's table of them exists */
 	bool		arrival_recalled;	/* it recomputed keys: their remembered
-									 * events were recalled */
+									 * events were recalled, and it may
+									 * move or remove versions
+									 * (SCD2_LOAD_MOVES) */
 	struct ArrivalObserved *observed;	/* its fast path's no-op observations
-										 * of versions (arrival_observe.c),
+										 * of versions (classify_copies.c),
 										 * or NULL */
 	/* On Citus (load_citus.c); zero otherwise. */
 	int			citus;			/* the dimension's Scd2CitusKind */
@@ -46,6 +50,14 @@ typedef struct LoadState
 	const char *stg_join_sql;	/* the staging table, when the workers join
 								 * it to the dimension's shards */
 } LoadState;
+
+/*
+ * Whether the load may move a version's valid_from ('extend') or remove a
+ * version ('remove'): an order-free load that recomputed keys
+ * (load_arrival.c).  Its writes set valid_from and delete; the others'
+ * only end versions and insert.
+ */
+#define SCD2_LOAD_MOVES(st) ((st)->cfg->order_free && (st)->arrival_recalled)
 
 /* load_exec.c */
 extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);

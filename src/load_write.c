@@ -60,18 +60,18 @@ sql_change_counts(const Scd2Config *cfg, const char *chg)
  * of the change table is no guide: its heap reuses free space.
  */
 static char *
-scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq)
+scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (cfg->order_free)
+	if (moves)
 	{
 		/*
-		 * An order-free load (load_arrival.c) also removes superseded
-		 * versions and moves a version's valid_from: the removals come
-		 * first, so that no row meets one the load removes in the unique
-		 * indexes.
+		 * An order-free load that recomputed keys (load_arrival.c) also
+		 * removes superseded versions and moves a version's valid_from:
+		 * the removals come first, so that no row meets one the load
+		 * removes in the unique indexes.
 		 */
 		appendStringInfo(&buf, X("MERGE INTO %s t USING (SELECT * FROM %s WHERE `_action = " WT_ACT_REMOVE
 								 " UNION ALL SELECT * FROM %s WHERE `_tvf IS NOT NULL AND `_action <> " WT_ACT_REMOVE
@@ -91,7 +91,7 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq)
 		appendStringInfo(&buf, X(" AND t.%s %s s.`_tvf WHEN MATCHED THEN UPDATE SET "),
 						 cfg->vf.ident, cfg->vf.eqop_sql);
 	}
-	scd2_append_update_set(&buf, cfg);
+	scd2_append_update_set(&buf, cfg, moves);
 	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT "));
 	/* surrogate keys from their sequence, some drawn already (changelog_batch.c) */
 	scd2_append_insert_cols(&buf, cfg, sk_seq);
@@ -148,12 +148,12 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
  * dimension.  Its row count is the MERGE's processed count.
  */
 static char *
-scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg, Oid sk_seq)
+scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves)
 {
 	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
 
 	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
-					scd2_sql_merge(cfg, chg, sk_seq), sk,
+					scd2_sql_merge(cfg, chg, sk_seq, moves), sk,
 					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
 }
 
@@ -265,8 +265,8 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 	{
 		/* always nested loops: they keep the source's close-first order */
 		scd2_load_exec_probing(st, -1,
-						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq) :
-						  scd2_sql_merge(cfg, CHG_TABLE, st->sk_seq),
+						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st)) :
+						  scd2_sql_merge(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st)),
 						  feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
 		written = (int64) SPI_processed;
 	}

@@ -370,9 +370,9 @@ scd2_keys_cheap_prefix(const Scd2Config *cfg)
  * target is still matched on its old valid_from, `_tvf).
  */
 void
-scd2_append_update_set(StringInfo buf, const Scd2Config *cfg)
+scd2_append_update_set(StringInfo buf, const Scd2Config *cfg, bool moves)
 {
-	if (cfg->order_free)
+	if (moves)
 		appendStringInfo(buf, X("%s = s.`_vf, "), cfg->vf.ident);
 	appendStringInfo(buf, "%s = %s", cfg->vt.ident, scd2_stored_vt(cfg, X("s.`_vt")));
 	if (cfg->is_current)

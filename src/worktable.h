@@ -103,26 +103,32 @@ extern const WorkTable scd2_wt_points;
 											 * written; load_arrival.c moves
 											 * it to the memory) */
 
-/* `_cls of a staging row on the fast path (load_classify.c). */
-#define WT_CLS_NEW			"'new'"			/* key not in the dimension */
-#define WT_CLS_CHANGE		"'change'"		/* a tracked column changed */
-#define WT_CLS_TYPE1		"'type1'"		/* only Type 1 columns changed */
-#define WT_CLS_DELETE		"'delete'"		/* the row deletes its key */
-#define WT_CLS_RETURN		"'return'"		/* a closed key comes back */
-#define WT_CLS_UNCHANGED	"'unchanged'"
-#define WT_CLS_COMPLEX		"'complex'"		/* late or same-instant row */
-#define WT_CLS_NOOP			"'noop'"		/* order-free: an unchanged row or a
+/*
+ * `_cls of a staging row on the fast path (load_classify.c): an int4, which
+ * classify_copies.c turns into the row's copies (FC_*), or in SQL (WT_CLS_*).
+ */
+#define FC_NEW				1				/* key not in the dimension */
+#define FC_CHANGE			2				/* a tracked column changed */
+#define FC_TYPE1			3				/* only Type 1 columns changed */
+#define FC_DELETE			4				/* the row deletes its key */
+#define FC_RETURN			5				/* a closed key comes back */
+#define FC_UNCHANGED		6
+#define FC_COMPLEX			7				/* late or same-instant row */
+#define FC_NOOP				8				/* order-free: an unchanged row or a
 											 * delete of an absent key, which the
 											 * dimension remembers */
-#define WT_CLS_OBSERVED		"'observed'"	/* order-free: an unchanged row
+#define FC_OBSERVED			9				/* order-free: an unchanged row
 											 * identical to its current version,
-											 * remembered by its surrogate key
-											 * (arrival_observe.c) */
-
-/* `_w: the fast path's copies of a classified row. */
-#define WT_COPY_UPDATE		"1"				/* closes or updates the target row */
-#define WT_COPY_INSERT		"2"				/* the new version */
-#define WT_COPY_REMEMBER	"3"				/* order-free: the event to remember */
+											 * remembered by its surrogate key */
+#define WT_CLS_NEW			CppAsString2(FC_NEW)
+#define WT_CLS_CHANGE		CppAsString2(FC_CHANGE)
+#define WT_CLS_TYPE1		CppAsString2(FC_TYPE1)
+#define WT_CLS_DELETE		CppAsString2(FC_DELETE)
+#define WT_CLS_RETURN		CppAsString2(FC_RETURN)
+#define WT_CLS_UNCHANGED	CppAsString2(FC_UNCHANGED)
+#define WT_CLS_COMPLEX		CppAsString2(FC_COMPLEX)
+#define WT_CLS_NOOP			CppAsString2(FC_NOOP)
+#define WT_CLS_OBSERVED		CppAsString2(FC_OBSERVED)
 
 /* `_origin of a change row. */
 #define WT_ORIGIN_FAST		"'F'"			/* the fast path */
