@@ -38,8 +38,8 @@
  * it would otherwise read back after its write.  A later order-free load
  * may move a version's valid_from or remove the version: before it does,
  * it pins the business key and valid_from of those rows in the batches
- * that logged them (scd2_batch_pin_moved: business_keys and valid_from,
- * NULL at the other rows' places), and the readers read a pinned row from
+ * that logged them (changelog_pin.c: business_keys and valid_from, NULL
+ * at the other rows' places), and the readers read a pinned row from
  * there (a row a later load removed is still read).  An in-order load
  * moves nothing, and logs no more than the three arrays.
  *
@@ -224,61 +224,6 @@ scd2_load_record_batch_log(LoadState *st)
 	return true;
 }
 
-/*
- * Before an order-free load moves ('extend') or removes ('remove')
- * versions (load_arrival.c), and whether or not it logs itself: the
- * earlier batches of the dimension that logged those versions by
- * surrogate key keep, for them, the business key and valid_from the
- * readers would no longer find in the dimension.  The change table has
- * both (the version's key columns, and its valid_from before this load in
- * `_tvf), computed as the owner; the extension owner writes them into the
- * batches' business_keys and valid_from at the versions' places.  The
- * first load that moves a version pins it, so a later one finds it pinned
- * and leaves it; an in-order load, which moves nothing, pays nothing.
- */
-void
-scd2_batch_pin_moved(LoadState *st)
-{
-	const Scd2Config *cfg = st->cfg;
-	Oid			argtypes[4] = {OIDOID, INT8ARRAYOID, JSONBARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		values[4];
-	bool		isnull;
-	int			nest;
-
-	if (cfg->sk == NULL || !scd2_changelog_batch_installed())
-		return;
-	nest = NewGUCNestLevel();
-	scd2_pin_text_forms();
-	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*), pg_catalog.array_agg(`_sk), pg_catalog.array_agg(%s),"
-								  " pg_catalog.array_agg(%s) FROM %s c"
-								  " WHERE `_action IN (" WT_ACT_EXTEND ", " WT_ACT_REMOVE ") AND `_sk IS NOT NULL"),
-								scd2_key_json_sql(cfg, "c"), scd2_changelog_encode_sql(cfg->vf.typid, X("`_tvf")),
-								CHG_TABLE),
-				   SPI_OK_SELECT, "finding the versions the load moves");
-	AtEOXact_GUC(true, nest);
-	if (scd2_spi_int8(0, 1) == 0)
-		return;
-	values[0] = ObjectIdGetDatum(cfg->dim_oid);
-	for (int i = 1; i < 4; i++)
-		values[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull),
-							  false, -1);
-	scd2_exec_catalog("UPDATE scd2.change_log_batches b SET business_keys = p.bk, valid_from = p.vf"
-					  "  FROM (SELECT b0.run_id,"
-					  "               pg_catalog.array_agg(COALESCE(b0.business_keys[u.i], m.bk) ORDER BY u.i) AS bk,"
-					  "               pg_catalog.array_agg(COALESCE(b0.valid_from[u.i], m.vf) ORDER BY u.i) AS vf"
-					  "          FROM scd2.change_log_batches b0"
-					  "          JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) b0.run_id"
-					  "          CROSS JOIN LATERAL pg_catalog.unnest(b0.surrogate_keys) WITH ORDINALITY AS u(sk, i)"
-					  "          LEFT JOIN (SELECT DISTINCT ON (m0.sk) m0.sk, m0.bk, m0.vf"
-					  "                       FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS m0(sk, bk, vf)"
-					  "                      ORDER BY m0.sk) m ON m.sk OPERATOR(pg_catalog.=) u.sk"
-					  "         WHERE r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
-					  "           AND b0.surrogate_keys OPERATOR(pg_catalog.&&) $2"
-					  "         GROUP BY b0.run_id) p"
-					  " WHERE b.run_id OPERATOR(pg_catalog.=) p.run_id",
-					  4, argtypes, values, NULL, false, SPI_OK_UPDATE, "pinning the moved rows of earlier batches");
-}
-
 /* ---------- the readers ---------- */
 
 /*
@@ -327,7 +272,7 @@ const Oid	scd2_batch_argtypes[5] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAY
  * type1_images its Type 1 values now (for a revert: the run changed none
  * and it is the newest run), else NULL (unchanged by the run).  The rows
  * a later order-free load moved or removed were pinned in the batch
- * (scd2_batch_pin_moved: $4, $5, NULL at the other rows' places): their
+ * (changelog_pin.c: $4, $5, NULL at the other rows' places): their
  * business key and valid_from are read from there, and a row a later
  * load removed from the dimension is still read.
  */
@@ -392,30 +337,30 @@ scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found, const
 }
 
 /*
- * No successful load after the run moved or removed one of its rows (an
- * order-free load: load_arrival.c) without pinning it in the batch
- * (scd2_batch_pin_moved), which would leave the row's business key and
- * valid_from other than the run wrote them; or an error naming the later
- * run.  A load that moves a row pins it first, so this holds unless the
- * log was written otherwise.
+ * No successful load after the run moved or removed one of its rows that
+ * is not pinned in the batch (an order-free load: load_arrival.c, which
+ * pins what it moves: changelog_pin.c), which would leave the row's
+ * business key and valid_from other than the run wrote them; or an error
+ * naming the later run.  This holds unless the log was written otherwise
+ * (by hand, or a build that did not pin).
  */
 void
 scd2_batch_require_unmoved(const Run *run, const char *dim_name, const Scd2BatchLog *b)
 {
-	Oid			argtypes[3] = {INT8OID, OIDOID, INT8ARRAYOID};
-	Datum		values[3] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid), b->arrays[0]};
-
-	if (b->pinned)
-		return;					/* the rows later loads moved are pinned */
+	Oid			argtypes[4] = {INT8OID, OIDOID, INT8ARRAYOID, JSONBARRAYOID};
+	Datum		values[4] = {Int64GetDatum(run->run_id), ObjectIdGetDatum(run->dim_oid), b->arrays[0],
+	b->arrays[3]};
+	char		nulls[4] = {' ', ' ', ' ', b->pinned ? ' ' : 'n'};
 
 	scd2_exec_catalog("SELECT r.run_id FROM scd2.change_log_runs r JOIN scd2.audit_log a ON a.run_id OPERATOR(pg_catalog.=) r.run_id"
 					  " WHERE r.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass AND r.run_id OPERATOR(pg_catalog.>) $1"
 					  "   AND a.status OPERATOR(pg_catalog.=) 'success'"
 					  "   AND EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) r.run_id"
 					  "                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[])"
-					  "                  AND c.surrogate_key OPERATOR(pg_catalog.=) ANY ($3))"
+					  "                  AND c.surrogate_key IN (SELECT u.sk FROM ROWS FROM (pg_catalog.unnest($3),"
+					  "                                pg_catalog.unnest($4)) AS u(sk, bk) WHERE u.bk IS NULL))"
 					  " ORDER BY r.run_id LIMIT 1",
-					  3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the later runs");
+					  4, argtypes, values, nulls, true, SPI_OK_SELECT, "reading the later runs");
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
