@@ -136,11 +136,19 @@ FROM pairs p ORDER BY p.dim;
 
 -- The arrival memory (live rows) of every dimension: the same as the
 -- local dimension's with the same batching.
+-- An observation of a version is a row of surrogate keys on a local
+-- dimension (its key and state are its version's: docs/SEMANTICS.md), a row
+-- of its own on Citus: each is compared as the event it remembers.
 CREATE FUNCTION memory(dim text) RETURNS TABLE (business_key jsonb, effective timestamptz, present boolean, state jsonb)
-LANGUAGE sql AS $$
-  SELECT m.business_key, m.effective, m.present, m.state FROM scd2.arrival_memory m
-   WHERE m.dimension = dim::regclass AND m.dropped_by IS NULL
-$$;
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY SELECT m.business_key, m.effective, m.present, m.state FROM scd2.arrival_memory m
+   WHERE m.dimension = dim::regclass AND m.dropped_by IS NULL AND m.versions IS NULL;
+  RETURN QUERY EXECUTE format(
+    'SELECT jsonb_build_object(''k'', d.k), m.effective, m.present, jsonb_build_object(''a'', d.a, ''b'', d.b::text)'
+    '  FROM scd2.arrival_memory m CROSS JOIN LATERAL unnest(m.versions) AS v(sk) JOIN %I d ON d.sk = v.sk'
+    ' WHERE m.dimension = %L::regclass AND m.dropped_by IS NULL AND m.versions IS NOT NULL', dim, dim);
+END $$;
 SELECT p.dim,
        (SELECT count(*) FROM memory(p.dim)) AS remembered,
        (SELECT count(*) FROM (SELECT * FROM memory(p.dim) EXCEPT ALL SELECT * FROM memory(q.dim)) x) AS extra,
