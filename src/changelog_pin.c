@@ -35,25 +35,26 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "load.h"
 #include "sqlbuild.h"
 #include "worktable.h"
 
-/* A moved version: its business key (jsonb) and valid_from (timestamptz) before the load. */
+/* A moved version: its business key (jsonb) and valid_from before the load. */
 typedef struct MovedVersion
 {
 	int64		sk;				/* hash key */
-	Datum		bk;
-	Datum		vf;
+	Datum		bk;				/* jsonb, in the pinning's memory context */
+	TimestampTz vf;
 } MovedVersion;
 
 /*
  * The versions the load moves or removes, from its change table, as the
- * owner: a hash table by surrogate key (NULL when there are none).
+ * owner: a hash table by surrogate key in cxt (NULL when there are none).
  */
 static HTAB *
-moved_versions(LoadState *st)
+moved_versions(LoadState *st, MemoryContext cxt)
 {
 	const Scd2Config *cfg = st->cfg;
 	HASHCTL		ctl;
@@ -73,23 +74,32 @@ moved_versions(LoadState *st)
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(int64);
 	ctl.entrysize = sizeof(MovedVersion);
-	ctl.hcxt = CurrentMemoryContext;
+	ctl.hcxt = cxt;
 	moved = hash_create("scd2 moved versions", (long) SPI_processed, &ctl,
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
-		bool		isnull;
-		int64		sk = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+		bool		nulls[3];
+		Datum		sk = SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &nulls[0]);
+		Datum		bk = SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &nulls[1]);
+		Datum		vf = SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &nulls[2]);
+		int64		key;
 		bool		found;
-		MovedVersion *v = hash_search(moved, &sk, HASH_ENTER, &found);
-		Datum		bk = SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull);
-		Datum		vf = SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull);
+		MovedVersion *v;
+		MemoryContext old;
 
+		/* (a moved version has a key and a valid_from: the query's) */
+		if (nulls[0] || nulls[1] || nulls[2])
+			elog(ERROR, "scd2: a version the load moves has no surrogate key, business key or valid_from");
+		key = DatumGetInt64(sk);
+		v = hash_search(moved, &key, HASH_ENTER, &found);
 		if (found)
 			continue;			/* one row per version; the first holds */
+		old = MemoryContextSwitchTo(cxt);
 		v->bk = datumCopy(bk, false, -1);
-		v->vf = vf;				/* timestamptz: by value */
+		MemoryContextSwitchTo(old);
+		v->vf = DatumGetTimestampTz(vf);
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return moved;
@@ -97,18 +107,19 @@ moved_versions(LoadState *st)
 
 /* The run ids of the dimension's batches, as the extension owner. */
 static int64 *
-dimension_batches(Oid dim_oid, int *n)
+dimension_batches(Oid dim_oid, MemoryContext cxt, int *n)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
 	int64	   *runs;
 
+	/* (read_only false: a snapshot taken now, as the load's own) */
 	scd2_exec_catalog("SELECT b.run_id FROM scd2.change_log_batches b"
 					  "  JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) b.run_id"
 					  " WHERE r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY b.run_id",
-					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the batches to pin");
+					  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the batches to pin");
 	*n = (int) SPI_processed;
-	runs = palloc(sizeof(int64) * Max(*n, 1));
+	runs = MemoryContextAlloc(cxt, sizeof(int64) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
 		runs[i] = scd2_spi_int8(i, 1);
 	SPI_freetuptable(SPI_tuptable);
@@ -116,11 +127,13 @@ dimension_batches(Oid dim_oid, int *n)
 }
 
 /*
- * Column col of the one row SPI holds, a one-dimensional array of type
- * elem (NULL: nelems elements of NULL), deconstructed.
+ * Column col of the row SPI holds, a one-dimensional array of type elem
+ * (NULL: every place NULL), deconstructed in the current memory context
+ * into nelems places; a batch whose arrays disagree in length is an error
+ * naming its run.
  */
 static void
-spi_array(int col, Oid elem, int nelems, Datum **values, bool **nulls)
+spi_array(int64 run_id, int col, Oid elem, int nelems, Datum **values, bool **nulls)
 {
 	bool		isnull;
 	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
@@ -139,10 +152,15 @@ spi_array(int col, Oid elem, int nelems, Datum **values, bool **nulls)
 	get_typlenbyvalalign(elem, &len, &byval, &align);
 	deconstruct_array(DatumGetArrayTypeP(d), elem, len, byval, align, values, nulls, &n);
 	if (n != nelems)
-		elog(ERROR, "scd2: a batch of the change log has arrays of %d and %d elements", nelems, n);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the change log of run %lld is inconsistent", (long long) run_id),
+				 errdetail("Its batch holds %d surrogate keys and %d places in column %s.", nelems, n,
+						   col == 2 ? "business_keys" : "valid_from"),
+				 errhint("Restore scd2.change_log_batches from a backup, or prune the run with scd2.prune_change_log.")));
 }
 
-/* A one-dimensional array of type elem from n values. */
+/* A one-dimensional array of type elem from n values (copied). */
 static Datum
 make_array(Datum *values, bool *nulls, int n, Oid elem)
 {
@@ -157,34 +175,75 @@ make_array(Datum *values, bool *nulls, int n, Oid elem)
 }
 
 /*
- * Batch run_id: the moved versions among its n surrogate keys pinned (a
- * place pinned already keeps its pin), its arrays written back.
+ * The surrogate keys of the batch SPI holds (its first column), copied
+ * out of SPI's result: *n of them, NULL places marked in *nulls.
+ */
+static int64 *
+batch_keys(int *n, bool **nulls)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	Datum	   *elems;
+	int64	   *keys;
+
+	*n = 0;
+	if (isnull)
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(d), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, nulls, n);
+	keys = palloc(sizeof(int64) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		keys[i] = (*nulls)[i] ? 0 : DatumGetInt64(elems[i]);
+	return keys;
+}
+
+/* The moved version at place i of a batch's keys, or NULL. */
+static MovedVersion *
+moved_at(const int64 *keys, const bool *nulls, int i, HTAB *moved)
+{
+	if (nulls[i])
+		return NULL;
+	return hash_search(moved, &keys[i], HASH_FIND, NULL);
+}
+
+/*
+ * The batch SPI holds (run run_id: its keys, business_keys, valid_from),
+ * when it holds a moved version: those places pinned (a place pinned
+ * already keeps its pin) and its arrays written back.  Frees SPI's
+ * result; the arrays are built in the current memory context.
  */
 static void
-pin_batch(int64 run_id, const Datum *sks, int n, HTAB *moved)
+pin_batch(int64 run_id, HTAB *moved, MemoryContext cxt)
 {
 	Oid			argtypes[3] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID};
 	Datum		values[3] = {Int64GetDatum(run_id)};
+	int			n;
+	bool	   *key_nulls;
+	int64	   *keys = batch_keys(&n, &key_nulls);
 	Datum	   *bks;
 	bool	   *bk_nulls;
 	Datum	   *vfs;
 	bool	   *vf_nulls;
+	bool		hit = false;
 
-	scd2_exec_catalog("SELECT b.business_keys, b.valid_from FROM scd2.change_log_batches b"
-					  " WHERE b.run_id OPERATOR(pg_catalog.=) $1",
-					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading a batch to pin");
-	spi_array(1, JSONBOID, n, &bks, &bk_nulls);
-	spi_array(2, TIMESTAMPTZOID, n, &vfs, &vf_nulls);
+	for (int i = 0; i < n && !hit; i++)
+		hit = moved_at(keys, key_nulls, i, moved) != NULL;
+	if (!hit)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return;
+	}
+	spi_array(run_id, 2, JSONBOID, n, &bks, &bk_nulls);
+	spi_array(run_id, 3, TIMESTAMPTZOID, n, &vfs, &vf_nulls);
 	for (int i = 0; i < n; i++)
 	{
-		int64		sk = DatumGetInt64(sks[i]);
-		MovedVersion *v = hash_search(moved, &sk, HASH_FIND, NULL);
+		MovedVersion *v = moved_at(keys, key_nulls, i, moved);
 
 		if (v == NULL || !bk_nulls[i])
 			continue;
 		bks[i] = v->bk;
 		bk_nulls[i] = false;
-		vfs[i] = v->vf;
+		vfs[i] = TimestampTzGetDatum(v->vf);
 		vf_nulls[i] = false;
 	}
 	values[1] = make_array(bks, bk_nulls, n, JSONBOID);
@@ -193,67 +252,57 @@ pin_batch(int64 run_id, const Datum *sks, int n, HTAB *moved)
 	scd2_exec_catalog("UPDATE scd2.change_log_batches b SET business_keys = $2, valid_from = $3"
 					  " WHERE b.run_id OPERATOR(pg_catalog.=) $1",
 					  3, argtypes, values, NULL, false, SPI_OK_UPDATE, "pinning the moved rows of a batch");
-}
-
-/* Whether one of the n surrogate keys is a moved version. */
-static bool
-holds_moved(const Datum *sks, int n, HTAB *moved)
-{
-	for (int i = 0; i < n; i++)
-	{
-		int64		sk = DatumGetInt64(sks[i]);
-
-		if (hash_search(moved, &sk, HASH_FIND, NULL) != NULL)
-			return true;
-	}
-	return false;
+	MemoryContextSwitchTo(cxt); /* (SPI left its own context current) */
 }
 
 /*
  * Before the change log and the write of an order-free load that moves
  * or removes versions (load.c, SCD2_LOAD_MOVES), whether or not it logs
  * itself: pin them in the batches of the dimension that logged them.
- * Each batch is read and, when it holds one, rewritten in a memory
- * context of its own.
+ *
+ * Each batch is read with a snapshot taken then (not the statement's,
+ * which a load queued behind another on the dimension's lock took before
+ * that one committed its batch and its pins), its arrays held as stored
+ * (toasted: the business keys and valid_from are read only for a batch
+ * that holds a moved version), and it is worked on in a memory context of
+ * its own, made current again after every SPI call (which leaves SPI's).
  */
 void
 scd2_batch_pin_moved(LoadState *st)
 {
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext batch_cxt;
 	HTAB	   *moved;
 	int64	   *runs;
 	int			nruns;
-	MemoryContext batch_cxt;
 
 	if (st->cfg->sk == NULL || !scd2_changelog_batch_installed())
 		return;
-	moved = moved_versions(st);
+	moved = moved_versions(st, cxt);
 	if (moved == NULL)
+	{
+		MemoryContextSwitchTo(cxt);
 		return;
-	runs = dimension_batches(st->cfg->dim_oid, &nruns);
-	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "scd2 batch to pin", ALLOCSET_DEFAULT_SIZES);
+	}
+	runs = dimension_batches(st->cfg->dim_oid, cxt, &nruns);
+	batch_cxt = AllocSetContextCreate(cxt, "scd2 batch to pin", ALLOCSET_DEFAULT_SIZES);
 	for (int r = 0; r < nruns; r++)
 	{
 		Oid			argtypes[1] = {INT8OID};
 		Datum		values[1] = {Int64GetDatum(runs[r])};
-		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
-		Datum	   *sks;
-		bool	   *nulls;
-		bool		isnull;
-		int			n = 0;
 
-		scd2_exec_catalog("SELECT b.surrogate_keys FROM scd2.change_log_batches b"
+		MemoryContextSwitchTo(batch_cxt);
+		scd2_exec_catalog("SELECT b.surrogate_keys, b.business_keys, b.valid_from FROM scd2.change_log_batches b"
 						  " WHERE b.run_id OPERATOR(pg_catalog.=) $1",
-						  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading a batch to pin");
+						  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading a batch to pin");
+		MemoryContextSwitchTo(batch_cxt);
 		if (SPI_processed == 1)
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-															   1, &isnull)),
-							  INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &sks, &nulls, &n);
-		SPI_freetuptable(SPI_tuptable);	/* (the keys are copied: by value) */
-		if (n > 0 && holds_moved(sks, n, moved))
-			pin_batch(runs[r], sks, n, moved);
-		MemoryContextSwitchTo(old);
+			pin_batch(runs[r], moved, batch_cxt);	/* frees SPI's result */
+		else
+			SPI_freetuptable(SPI_tuptable); /* (pruned meanwhile) */
 		MemoryContextReset(batch_cxt);
 	}
+	MemoryContextSwitchTo(cxt);
 	MemoryContextDelete(batch_cxt);
 	hash_destroy(moved);
 }
