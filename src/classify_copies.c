@@ -87,6 +87,13 @@ typedef enum Copy
 	COPY_REMEMBER				/* order-free: the event to remember */
 } Copy;
 
+/* The actions a copy writes (action_of). */
+typedef enum CopyAction
+{
+	A_CLOSE, A_DELETE, A_TYPE1, A_COMPLEX, A_INSERT, A_NEW_VERSION, A_REMEMBER,
+	A_NACTIONS
+} CopyAction;
+
 typedef struct CopyReceiver
 {
 	DestReceiver pub;			/* first: a DestReceiver */
@@ -101,21 +108,16 @@ typedef struct CopyReceiver
 	TupleTableSlot *slot;		/* a change row, in the table's own slot */
 	BulkInsertState bistate;
 	CommandId	cid;
-	Datum		actions[8];		/* the action texts (action_of) */
+	Datum		actions[A_NACTIONS];	/* their texts (action_literals) */
 } CopyReceiver;
 
-/* The actions a copy writes, indexes into CopyReceiver.actions. */
+/* The SQL literal of each action, in CopyAction's order. */
 static const char *const action_literals[] = {
 	WT_ACT_CLOSE, WT_ACT_DELETE, WT_ACT_TYPE1, WT_ACT_COMPLEX,
 	WT_ACT_INSERT, WT_ACT_NEW_VERSION, WT_ACT_REMEMBER,
 };
 
-enum
-{
-	A_CLOSE, A_DELETE, A_TYPE1, A_COMPLEX, A_INSERT, A_NEW_VERSION, A_REMEMBER
-};
-
-StaticAssertDecl(lengthof(action_literals) <= 8, "CopyReceiver.actions holds every action");
+StaticAssertDecl(lengthof(action_literals) == A_NACTIONS, "a literal for every action");
 
 /* The text of a SQL literal 'word' (worktable.h's WT_ACT_*). */
 static Datum
@@ -171,7 +173,7 @@ copies_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	r->slot = table_slot_create(r->rel, NULL);
 	r->bistate = GetBulkInsertState();
 	r->cid = GetCurrentCommandId(true);
-	for (int i = 0; i < (int) lengthof(action_literals); i++)
+	for (int i = 0; i < A_NACTIONS; i++)
 		r->actions[i] = literal_text(action_literals[i]);
 }
 
@@ -196,7 +198,7 @@ keep_observation(ArrivalObserved *obs, TimestampTz at, int64 sk)
 }
 
 /* The action a copy of a row of class cls writes. */
-static int
+static CopyAction
 action_of(int cls, Copy copy)
 {
 	if (cls == FC_COMPLEX)

@@ -229,14 +229,15 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 		refuse_large_close(st, m);
 	scd2_progress_phase(SCD2_PROGRESS_CHANGE_LOG, m->source_rows, m->source_rows, 0, total_changes);
 
+	/* a load that moves versions pins them in the batches that logged them */
+	if (SCD2_LOAD_MOVES(st) && !req->dry_run)
+		scd2_batch_pin_moved(st);
+
 	/*
 	 * the change log (changelog.c): before-images of what the MERGE
 	 * changes; on Citus after the closes and inserts, with the surrogate
 	 * keys they gave (load_citus.c)
 	 */
-	/* a load that moves versions pins them in the batches that logged them */
-	if (SCD2_LOAD_MOVES(st) && !req->dry_run)
-		scd2_batch_pin_moved(st);
 	if (st->citus != SCD2_CITUS_NONE)
 	{
 		scd2_progress_phase(SCD2_PROGRESS_WRITING, m->source_rows, m->source_rows, 0, total_changes);

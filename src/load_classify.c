@@ -2,9 +2,9 @@
  * load_classify.c -- step 4 of a load: the change set.  The fast path
  * classifies every key with one in-order staging row in one statement
  * (new, change, type1, delete, return, unchanged), whose rows
- * classify_copies.c writes into the change table as it reads them; keys with several rows, a late row, or a row at the very instant
- * an existing version starts are "complex" and go the general way
- * (load_timeline.c).
+ * classify_copies.c writes into the change table as it reads them; keys
+ * with several rows, a late row, or a row at the very instant an existing
+ * version starts are "complex" and go the general way (load_timeline.c).
  */
 #include "scd2.h"
 
