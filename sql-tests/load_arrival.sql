@@ -431,4 +431,25 @@ SELECT (SELECT count(*) FROM (SELECT r.run_id, c.* FROM scd2.change_log_runs r, 
                               EXCEPT SELECT * FROM feed_p) x) AS feed_differences,
        (SELECT count(*) FROM scd2.change_log_runs r, LATERAL scd2.changes(r.run_id) c
          WHERE r.run_id IN (SELECT run_id FROM feed_p)) = (SELECT count(*) FROM feed_p) AS same_count;
+-- A batch whose arrays disagree in length (written otherwise than by
+-- scd2): a load that would pin a row in it fails, naming the run, and
+-- writes nothing.
+BEGIN;
+UPDATE scd2.change_log_batches SET business_keys = '{NULL}' WHERE run_id IN (SELECT run_id FROM feed_p);
+SELECT scd2_test.checksum('dim_p') AS dim_p_before \gset
+TRUNCATE stg_p;
+INSERT INTO stg_p SELECT c.k, c.a, c.b, c.valid_from - 1, false FROM dim_p c
+ WHERE c.is_current AND c.k = 63;
+CREATE FUNCTION pg_temp.load_p() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE detail text; hint text;
+BEGIN
+  PERFORM count(*) FROM scd2.merge('stg_p', 'dim_p');
+  RETURN 'loaded';
+EXCEPTION WHEN data_corrupted THEN
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+  RETURN regexp_replace(SQLERRM || ' -- ' || detail || ' -- ' || hint, 'run [0-9]+', 'run N', 'g');
+END $$;
+SELECT pg_temp.load_p() AS outcome;
+SELECT scd2_test.checksum('dim_p') = :'dim_p_before' AS nothing_written;
+ROLLBACK;
 DROP TABLE dim_v, dim_e, dim_m, stg_m, dim_x, dim_l, dim_p, stg_p CASCADE;

@@ -155,9 +155,9 @@ spi_array(int64 run_id, int col, Oid elem, int nelems, Datum **values, bool **nu
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the change log of run %lld is inconsistent", (long long) run_id),
-				 errdetail("Its batch holds %d surrogate keys and %d places in column %s.", nelems, n,
-						   col == 2 ? "business_keys" : "valid_from"),
-				 errhint("Restore scd2.change_log_batches from a backup, or prune the run with scd2.prune_change_log.")));
+				 errdetail("Its row of scd2.change_log_batches holds %d surrogate keys but %d values in column %s: it was written otherwise than by scd2.",
+						   nelems, n, col == 2 ? "business_keys" : "valid_from"),
+				 errhint("Restore that row from a backup, then retry the load; nothing was loaded.")));
 }
 
 /* A one-dimensional array of type elem from n values (copied). */
