@@ -86,6 +86,36 @@ SELECT id, amount FROM dim_tm ORDER BY id;
 SELECT count(*) FROM scd2.merge('stg_tm', 'dim_tm', '2024-02-01');
 SELECT unchanged, new_versions FROM scd2_test.last_metrics('dim_tm');
 
+-- Values their type's equality calls equal, with other bytes, are
+-- unchanged: 1.0 and 1.00, 0 and -0, '1 day' and '24 hours', citext 'Abc'
+-- and 'aBC'; NaN equals NaN, and an array's NULL element its NULL element.
+-- A NULL against a value and a real difference are changes.
+CREATE TABLE stg_eq (id int, n numeric, f float8, i interval, c citext, a int[]);
+SELECT scd2.create_dimension('dim_eq', 'stg_eq', ARRAY['id']);
+INSERT INTO stg_eq VALUES (1, 1.0, 0, '1 day', 'Abc', ARRAY[1, NULL]),
+                          (2, 'NaN', 'NaN', '1 hour', NULL, NULL), (3, 5, 5, '1 minute', 'x', ARRAY[2]);
+SELECT count(*) FROM scd2.merge('stg_eq', 'dim_eq', '2024-01-01');
+UPDATE stg_eq SET n = 1.00, f = '-0', i = '24 hours', c = 'aBC' WHERE id = 1;
+UPDATE stg_eq SET c = 'y' WHERE id = 2;
+UPDATE stg_eq SET a = ARRAY[3] WHERE id = 3;
+SELECT action, business_key FROM scd2.merge('stg_eq', 'dim_eq', '2024-02-01') ORDER BY 2, 1;
+SELECT id, n, f, i, c, a FROM dim_eq WHERE valid_to IS NULL ORDER BY id;
+-- the comparison itself: SQL's AND of NULL-safe equalities
+SELECT scd2._not_distinct(1, 1, NULL::text, NULL::text) AS same,
+       scd2._not_distinct(1, 1, 'a'::text, NULL::text) AS one_null,
+       scd2._not_distinct(1.0, 1.00, 2, 3) AS differ;
+
+-- The check for keys with several staging rows, scd2._repeats: count(x) -
+-- count(DISTINCT x), from a hash set, and past hash_mem from a sort.
+CREATE TEMP TABLE rep AS SELECT (g % 7000)::int AS i, (g % 7000)::text AS s, NULLIF(g % 5, 0) AS n
+  FROM generate_series(1, 10000) g;
+SELECT scd2._repeats(i) AS ints, scd2._repeats(s) AS texts, scd2._repeats(n) AS with_nulls,
+       count(i) - count(DISTINCT i) AS expected, count(n) - count(DISTINCT n) AS expected_nulls FROM rep;
+SET work_mem = '64kB';
+SELECT scd2._repeats(i) AS ints, scd2._repeats(s) AS texts FROM rep;
+RESET work_mem;
+SELECT scd2._repeats(i) AS no_rows FROM rep WHERE false;
+
 -- A hash-partitioned dimension (the business key is the partition key).
 CREATE TABLE dim_part (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v text,
                        valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true)

@@ -46,7 +46,11 @@ SELECT 'schema', n.nspname, format('owner=%s acl=%s', n.nspowner::regrole, n.nsp
 UNION ALL
 SELECT 'routine', p.oid::regprocedure::text,
        format('kind=%s owner=%s acl=%s definition=%s', p.prokind, p.proowner::regrole, p.proacl,
-              md5(pg_get_functiondef(p.oid)))
+              md5(CASE WHEN p.prokind = 'a'   -- pg_get_functiondef refuses aggregates
+                       THEN (SELECT format('%s %s %s %s %s', a.aggtransfn, a.aggfinalfn, a.aggtranstype::regtype,
+                                           a.aggfinalmodify, p.proparallel)
+                               FROM pg_aggregate a WHERE a.aggfnoid = p.oid)
+                       ELSE pg_get_functiondef(p.oid) END))
   FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
 UNION ALL
 SELECT 'relation', c.oid::regclass::text,

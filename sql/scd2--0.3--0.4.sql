@@ -790,3 +790,33 @@ ALTER TABLE scd2.change_log_batches ALTER COLUMN surrogate_keys SET STORAGE EXTE
     ALTER COLUMN business_keys SET STORAGE EXTERNAL, ALTER COLUMN valid_from SET STORAGE EXTERNAL;
 SELECT pg_catalog.pg_extension_config_dump('scd2.change_log_batches', '');
 REVOKE ALL ON scd2.change_log_batches FROM PUBLIC;
+
+------------------------------------------------------------------------------
+-- Issue 27: a load's comparison of a staged row with its key's current
+-- version, in one call per row (fn_not_distinct.c; the SQL form's
+-- expression steps cost more than the comparisons themselves).
+------------------------------------------------------------------------------
+CREATE FUNCTION scd2._not_distinct(VARIADIC "any")
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'scd2_not_distinct'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION scd2._not_distinct("any") IS
+    'internal: whether every pair of arguments (a1, b1, a2, b2, ...) is NOT DISTINCT by its type''s default equality, as a load compares a staged row with its current version';
+
+-- A load's check for keys with several staging rows (fn_repeats.c): the
+-- rows whose value an earlier row had, by a hash set rather than
+-- count(DISTINCT)'s sort.
+CREATE FUNCTION scd2._repeats_add(internal, anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'scd2_repeats_add'
+LANGUAGE C CALLED ON NULL INPUT PARALLEL RESTRICTED;
+CREATE FUNCTION scd2._repeats_final(internal)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_repeats_final'
+LANGUAGE C CALLED ON NULL INPUT PARALLEL RESTRICTED;
+CREATE AGGREGATE scd2._repeats(anyelement) (
+    SFUNC = scd2._repeats_add, STYPE = internal,
+    FINALFUNC = scd2._repeats_final, FINALFUNC_MODIFY = READ_WRITE,
+    PARALLEL = RESTRICTED);
+COMMENT ON AGGREGATE scd2._repeats(anyelement) IS
+    'internal: how many non-NULL values an earlier row already had (count(x) - count(DISTINCT x)), as a load checks its staged keys';

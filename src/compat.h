@@ -90,4 +90,14 @@
 #define SCD2_NORETURN_POST pg_attribute_noreturn()
 #endif
 
+/* tuplesort_getdatum gained its copy argument in 16 (15 always copies). */
+#include "utils/tuplesort.h"
+#if PG_VERSION_NUM >= 160000
+#define scd2_tuplesort_getdatum(state, val, isnull) \
+	tuplesort_getdatum((state), true, true, (val), (isnull), NULL)
+#else
+#define scd2_tuplesort_getdatum(state, val, isnull) \
+	tuplesort_getdatum((state), true, (val), (isnull), NULL)
+#endif
+
 #endif							/* SCD2_COMPAT_H */

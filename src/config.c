@@ -12,6 +12,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "parser/parse_coerce.h"
 #include "utils/array.h"
@@ -69,6 +70,8 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
 	col->builtin_eq = col->eqop_sql != NULL &&
 		strncmp(col->eqop_sql, "OPERATOR(pg_catalog.", 20) == 0;
+	col->eq_parallel_safe = OidIsValid(tc->eq_opr) &&
+		func_parallel(get_opcode(tc->eq_opr)) == PROPARALLEL_SAFE;
 	col->sortable = OidIsValid(tc->lt_opr);
 }
 
@@ -226,6 +229,8 @@ resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
 	cfg->detect_timestamp = strcmp(reg->detect, "timestamp") == 0;
 	cfg->max_close_fraction = reg->max_close_fraction;
 	cfg->order_free = reg->order_free;
+	cfg->has_not_distinct = scd2_installed_function("_not_distinct", ANYOID);
+	cfg->has_repeats = scd2_installed_function("_repeats", ANYELEMENTOID);
 
 	return excluded;
 }

@@ -27,6 +27,8 @@ typedef struct Scd2Column
 	Oid			eqop;			/* default equality operator, or Invalid */
 	char	   *eqop_sql;		/* OPERATOR(schema.=) or NULL */
 	bool		builtin_eq;		/* its = is pg_catalog's (resolvable by name) */
+	bool		eq_parallel_safe;	/* its = calls a parallel-safe function:
+									 * compared by scd2._not_distinct */
 	bool		sortable;		/* has a default btree opclass */
 	bool		stg_exact;		/* staging column has this type, typmod and
 								 * collation: read without a CAST */
@@ -89,6 +91,14 @@ typedef struct Scd2Config
 								 * NULL otherwise */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
 	bool		order_free;		/* register's order_free (load_arrival.c) */
+
+	/*
+	 * 0.4's comparison helpers, when the installed objects have them (the
+	 * library can be newer: scd2_installed_function): scd2._not_distinct
+	 * (fn_not_distinct.c) and the aggregate scd2._repeats (fn_repeats.c).
+	 */
+	bool		has_not_distinct;
+	bool		has_repeats;
 
 	List	   *filled;			/* columns this load added to the dimension,
 								 * its Type 1 columns (load_schema.c) */
@@ -301,6 +311,7 @@ extern void scd2_unpin(int nestlevel);
 extern void scd2_set_local(const char *name, const char *value);
 extern Oid	scd2_extension_owner(void);
 extern bool scd2_installed(const char *table, const char *column);
+extern bool scd2_installed_function(const char *name, Oid argtype);
 extern int64 scd2_spi_int8(int row, int col);
 extern char *scd2_spi_text(int row, int col);
 

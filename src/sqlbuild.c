@@ -100,20 +100,56 @@ append_eq(StringInfo buf, const Scd2Column *col, const char *a, const char *b)
 }
 
 
-/* AND of NULL-safe equalities a.c_i = b._<tag>i (positional partner). */
+/* Whether scd2._not_distinct compares the column (see below). */
+static bool
+in_not_distinct(const Scd2Config *cfg, const Scd2Column *col)
+{
+	return cfg->has_not_distinct && col->eqop_sql != NULL && col->eq_parallel_safe;
+}
+
+/*
+ * AND of NULL-safe equalities a.c_i = b._<tag>i (positional partner).  The
+ * columns whose equality is a parallel-safe function are compared in one
+ * call of scd2._not_distinct (per 50 columns: a call takes FUNC_MAX_ARGS) (fn_not_distinct.c: the same result as
+ * append_eq's CASE, at a fraction of its cost per row); the others (no
+ * equality operator, or one PostgreSQL may not run in a worker) each by
+ * append_eq, as are all of them while the installed objects predate 0.4.
+ */
 void
 scd2_append_eq_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Column *cols, int n,
-					 const char *aprefix, const char *bprefix, const char *tag)
+						  const char *aprefix, const char *bprefix, const char *tag)
 {
-	if (n == 0)
-		appendStringInfoString(buf, "true");
+	bool		first = true;
+	int			pairs = 0;		/* in the call being written */
+
 	for (int i = 0; i < n; i++)
 	{
-		if (i)
+		if (!in_not_distinct(cfg, &cols[i]))
+			continue;
+		if (pairs == FUNC_MAX_ARGS / 2)
+		{
+			appendStringInfoString(buf, ") AND ");
+			pairs = 0;
+		}
+		appendStringInfoString(buf, pairs == 0 ? "scd2._not_distinct(" : ", ");
+		appendStringInfo(buf, "%s%s, %s%s_%s%d", aprefix, cols[i].ident, bprefix, cfg->px, tag, i + 1);
+		pairs++;
+		first = false;
+	}
+	if (!first)
+		appendStringInfoChar(buf, ')');
+	for (int i = 0; i < n; i++)
+	{
+		if (in_not_distinct(cfg, &cols[i]))
+			continue;
+		if (!first)
 			appendStringInfoString(buf, " AND ");
 		append_eq(buf, &cols[i], psprintf("%s%s", aprefix, cols[i].ident),
 				  psprintf("%s%s_%s%d", bprefix, cfg->px, tag, i + 1));
+		first = false;
 	}
+	if (first)
+		appendStringInfoString(buf, "true");
 }
 
 /*
@@ -336,19 +372,10 @@ scd2_partition_by_keys(const Scd2Config *cfg)
 }
 
 /*
- * Whether the business key sorts cheaply: no key column is collatable, so
- * a sort compares Datums with the type's own comparator rather than the
- * locale's (PostgreSQL 15 does not abbreviate text under libc locales, and
- * sorting 200k text keys with strcoll costs more than it saves).
- */
-bool
-scd2_keys_sort_cheaply(const Scd2Config *cfg)
-{
-	return scd2_keys_cheap_prefix(cfg) == cfg->nkeys;
-}
-
-/*
- * How many leading key columns sort cheaply (as above): an (int, text)
+ * How many leading key columns sort cheaply: no collation, so a sort
+ * compares Datums with the type's own comparator rather than the locale's
+ * (PostgreSQL 15 does not abbreviate text under libc locales, and sorting
+ * 200k text keys with strcoll costs more than it saves).  An (int, text)
  * key sorted by its int alone is nearly in index order, without strcoll.
  */
 int

@@ -39,7 +39,6 @@ extern void scd2_append_normalized_staging(StringInfo buf, const Scd2Config *cfg
 extern void scd2_append_payload_cols(StringInfo buf, const Scd2Config *cfg,
 									 const char *prefix);
 extern char *scd2_partition_by_keys(const Scd2Config *cfg);
-extern bool scd2_keys_sort_cheaply(const Scd2Config *cfg);
 extern int	scd2_keys_cheap_prefix(const Scd2Config *cfg);
 extern void scd2_append_update_set(StringInfo buf, const Scd2Config *cfg, bool moves);
 extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, Oid sk_seq);

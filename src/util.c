@@ -105,6 +105,20 @@ scd2_installed(const char *table, const char *column)
 	return column == NULL || get_attnum(relid, column) != InvalidAttrNumber;
 }
 
+/*
+ * Whether the installed extension has the function (or aggregate)
+ * scd2.name(argtype), as scd2_installed asks of a table.
+ */
+bool
+scd2_installed_function(const char *name, Oid argtype)
+{
+	Oid			nsp = get_namespace_oid("scd2", true);
+
+	return OidIsValid(nsp) &&
+		SearchSysCacheExists3(PROCNAMEARGSNSP, CStringGetDatum(name),
+							  PointerGetDatum(buildoidvector(&argtype, 1)), ObjectIdGetDatum(nsp));
+}
+
 /* A bigint column of the last SPI result (NULL reads as 0). */
 int64
 scd2_spi_int8(int row, int col)

@@ -24,7 +24,15 @@
 # lists.  Its expected refusals follow from expect() (owner-only entry
 # points are listed in OWNER_ONLY).
 #
-# Not in the matrix: the output function of a key type (a base type's I/O
+# Not in the matrix: scd2._not_distinct and the aggregate scd2._repeats,
+# the comparisons a load's own statements call (fn_not_distinct.c,
+# fn_repeats.c): they take values, not a dimension, read and write no
+# table, and call the equality, hash and ordering functions of their
+# arguments' types as whoever calls them -- within a load, the dimension's
+# owner in its restricted statement, which the cells below check -- just
+# as `a = b` or count(DISTINCT a) would.
+#
+# Also not in the matrix: the output function of a key type (a base type's I/O
 # functions are C, and CREATE TYPE of a base type needs a superuser: it is
 # trusted code, not something a dimension owner controls; the cast kind
 # covers the jsonb path that would call it).
