@@ -99,6 +99,7 @@ typedef struct CopyReceiver
 	DestReceiver pub;			/* first: a DestReceiver */
 	const char *relname;		/* the change table, in pg_temp */
 	ArrivalObserved *obs;		/* where the observations go, or NULL */
+	int64	   *complex_rows;	/* counts the rows found late (FC_COMPLEX) */
 	Oid			sk_seq;			/* draws the insert copies' surrogate keys */
 	int			npayload;		/* tracked, Type 1, other columns */
 	int			ntracked;
@@ -306,9 +307,12 @@ copies_receive(TupleTableSlot *slot, DestReceiver *self)
 			if (r->obs != NULL)
 				r->obs->remembered++;
 			break;
+		case FC_COMPLEX:
+			(*r->complex_rows)++;
+			write_copy(r, slot, cls, COPY_UPDATE);
+			break;
 		case FC_TYPE1:
 		case FC_DELETE:
-		case FC_COMPLEX:
 			write_copy(r, slot, cls, COPY_UPDATE);
 			break;
 		default:
@@ -338,10 +342,12 @@ copies_destroy(DestReceiver *self)
  * A receiver of the fast path's classified rows for cfg: their copies into
  * relname (a table of the session's temporary schema), the insert copies'
  * surrogate keys drawn from sk_seq (when valid), an order-free load's
- * observations appended to obs.
+ * observations appended to obs, the rows found late counted in
+ * *complex_rows.
  */
 DestReceiver *
-scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq, ArrivalObserved *obs)
+scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq, ArrivalObserved *obs,
+					 int64 *complex_rows)
 {
 	CopyReceiver *r = palloc0(sizeof(CopyReceiver));
 
@@ -352,6 +358,7 @@ scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq, Arr
 	r->pub.mydest = DestNone;
 	r->relname = relname;
 	r->obs = obs;
+	r->complex_rows = complex_rows;
 	r->sk_seq = sk_seq;
 	r->nkeys = cfg->nkeys;
 	r->ntracked = cfg->ntracked;

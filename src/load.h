@@ -57,7 +57,7 @@ extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct Arriv
 
 /* classify_copies.c (as the dimension's owner, in the fast path's statement) */
 extern struct _DestReceiver *scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq,
-												  struct ArrivalObserved *obs);
+												  struct ArrivalObserved *obs, int64 *complex_rows);
 
 /* load_timeline.c */
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,

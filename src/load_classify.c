@@ -258,6 +258,7 @@ scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *o
 {
 	const Scd2Config *cfg = st->cfg;
 	int64		complex_keys = 0;
+	int64		late_rows = 0;
 
 	if (several)
 	{
@@ -265,11 +266,16 @@ scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *o
 		complex_keys = (int64) SPI_processed;
 	}
 	scd2_load_exec_probing_into(st, (double) st->source_rows, scd2_sql_fast_path(cfg, several, obs != NULL),
-								scd2_classify_copier(cfg, CHG_TABLE_RELNAME, st->sk_seq, obs),
+								scd2_classify_copier(cfg, CHG_TABLE_RELNAME, st->sk_seq, obs, &late_rows),
 								"classifying staging rows");
+	if (late_rows == 0)
+		return complex_keys;	/* nothing to move: the statement would scan the change table for nothing */
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,
 				   "moving late rows to the general path");
-	return complex_keys + (int64) SPI_processed;
+	if ((int64) SPI_processed != late_rows)
+		elog(ERROR, "scd2: the fast path found %lld late rows, and %lld moved to the general path",
+			 (long long) late_rows, (long long) SPI_processed);
+	return complex_keys + late_rows;
 }
 
 /*
