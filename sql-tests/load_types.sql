@@ -100,6 +100,17 @@ UPDATE stg_eq SET c = 'y' WHERE id = 2;
 UPDATE stg_eq SET a = ARRAY[3] WHERE id = 3;
 SELECT action, business_key FROM scd2.merge('stg_eq', 'dim_eq', '2024-02-01') ORDER BY 2, 1;
 SELECT id, n, f, i, c, a FROM dim_eq WHERE valid_to IS NULL ORDER BY id;
+-- A row-typed column keeps the SQL form: its IS NULL is true of a row of
+-- NULL fields, so NULL against ROW(NULL, NULL) is no change.
+CREATE TYPE typ.pair AS (a int, b text);
+CREATE TABLE stg_row (id int, p typ.pair);
+SELECT scd2.create_dimension('dim_row', 'stg_row', ARRAY['id']);
+INSERT INTO stg_row VALUES (1, NULL), (2, ROW(1, 'x')), (3, ROW(NULL, NULL));
+SELECT count(*) FROM scd2.merge('stg_row', 'dim_row', '2024-01-01');
+UPDATE stg_row SET p = ROW(NULL, NULL) WHERE id = 1;
+UPDATE stg_row SET p = ROW(1, NULL) WHERE id = 2;
+UPDATE stg_row SET p = NULL WHERE id = 3;
+SELECT action, business_key FROM scd2.merge('stg_row', 'dim_row', '2024-02-01') ORDER BY 2, 1;
 -- the comparison itself: SQL's AND of NULL-safe equalities
 SELECT scd2._not_distinct(1, 1, NULL::text, NULL::text) AS same,
        scd2._not_distinct(1, 1, 'a'::text, NULL::text) AS one_null,

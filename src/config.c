@@ -70,8 +70,9 @@ describe_column(Scd2Column *col, Form_pg_attribute att)
 	col->eqop_sql = OidIsValid(tc->eq_opr) ? scd2_operator_sql(tc->eq_opr) : NULL;
 	col->builtin_eq = col->eqop_sql != NULL &&
 		strncmp(col->eqop_sql, "OPERATOR(pg_catalog.", 20) == 0;
-	col->eq_parallel_safe = OidIsValid(tc->eq_opr) &&
-		func_parallel(get_opcode(tc->eq_opr)) == PROPARALLEL_SAFE;
+	col->not_distinct_ok = OidIsValid(tc->eq_opr) &&
+		func_parallel(get_opcode(tc->eq_opr)) == PROPARALLEL_SAFE &&
+		!type_is_rowtype(att->atttypid);
 	col->sortable = OidIsValid(tc->lt_opr);
 }
 

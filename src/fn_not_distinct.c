@@ -25,7 +25,8 @@
  * owner in the load's security-restricted operation; the operators it
  * calls are the ones the SQL form named.  Only columns whose equality
  * function is parallel safe are compared through it (config.c), so it is
- * PARALLEL SAFE.
+ * PARALLEL SAFE; and no row-typed column, since the SQL form's IS NULL is
+ * true of a row whose fields are all NULL, which this NULL test is not.
  */
 #include "scd2.h"
 

@@ -61,7 +61,8 @@ struct RepeatsState;
 
 typedef struct RepeatsState
 {
-	MemoryContext cxt;			/* the aggregate's: the set, copies, the sort */
+	MemoryContext cxt;			/* the aggregate's: the set, the sort */
+	MemoryContext copies;		/* the set's by-reference values */
 	int16		typlen;
 	bool		typbyval;
 	Oid			typid;
@@ -70,7 +71,6 @@ typedef struct RepeatsState
 	FmgrInfo	hash;
 	bool		hashable;		/* the type has a hash function */
 	Oid			lt_opr;			/* for the sort */
-	Size		copied;			/* bytes of by-reference values kept */
 	Size		limit;			/* hash_mem */
 	seen_hash  *set;			/* the values so far, or NULL once sorting */
 	Tuplesortstate *sort;		/* or the values so far, sorted at the end */
@@ -113,12 +113,13 @@ repeats_start(FunctionCallInfo fcinfo, MemoryContext cxt)
 		elog(ERROR, "scd2._repeats: the type of its argument is unknown");
 	tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR_FINFO | TYPECACHE_HASH_PROC_FINFO |
 						   TYPECACHE_LT_OPR);
-	if (!OidIsValid(tc->eq_opr_finfo.fn_oid) || !OidIsValid(tc->lt_opr))
+	if (!OidIsValid(tc->eq_opr_finfo.fn_oid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("scd2._repeats needs a type with a default equality and ordering, not %s",
+				 errmsg("scd2._repeats needs a type with a default equality, not %s",
 						format_type_be(typid))));
 	rs->cxt = cxt;
+	rs->copies = AllocSetContextCreate(cxt, "scd2._repeats values", ALLOCSET_DEFAULT_SIZES);
 	rs->typid = typid;
 	rs->collation = PG_GET_COLLATION();
 	get_typlenbyval(typid, &rs->typlen, &rs->typbyval);
@@ -133,11 +134,21 @@ repeats_start(FunctionCallInfo fcinfo, MemoryContext cxt)
 	return rs;
 }
 
-/* From the set to a sort: the set's values go into it first. */
+/*
+ * From the set to a sort: the set's values go into it first, and the set
+ * and its values go.  A type without an ordering cannot be sorted.
+ */
 static void
 start_sorting(RepeatsState *rs)
 {
-	MemoryContext old = MemoryContextSwitchTo(rs->cxt);
+	MemoryContext old;
+
+	if (!OidIsValid(rs->lt_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("scd2._repeats needs a type with a default ordering past hash_mem, not %s",
+						format_type_be(rs->typid))));
+	old = MemoryContextSwitchTo(rs->cxt);
 
 	rs->sort = tuplesort_begin_datum(rs->typid, rs->lt_opr, rs->collation, false, work_mem,
 									 NULL, TUPLESORT_NONE);
@@ -152,6 +163,8 @@ start_sorting(RepeatsState *rs)
 		seen_destroy(rs->set);
 		rs->set = NULL;
 	}
+	MemoryContextDelete(rs->copies);
+	rs->copies = NULL;
 	MemoryContextSwitchTo(old);
 }
 
@@ -159,7 +172,7 @@ start_sorting(RepeatsState *rs)
 static Size
 set_memory(RepeatsState *rs)
 {
-	return (Size) rs->set->size * sizeof(SeenValue) + rs->copied;
+	return (Size) rs->set->size * sizeof(SeenValue) + MemoryContextMemAllocated(rs->copies, true);
 }
 
 /* One value into the set: a repeat if it was there (kept if it was not). */
@@ -177,10 +190,10 @@ add_to_set(RepeatsState *rs, Datum value)
 	if (!rs->typbyval)
 	{
 		/* the row's value lives only as long as the row */
-		Size		len = datumGetSize(value, rs->typbyval, rs->typlen);
+		MemoryContext old = MemoryContextSwitchTo(rs->copies);
 
 		v->value = datumCopy(value, rs->typbyval, rs->typlen);
-		rs->copied += len;
+		MemoryContextSwitchTo(old);
 	}
 	if (set_memory(rs) > rs->limit)
 		start_sorting(rs);
@@ -201,13 +214,12 @@ scd2_repeats_add(PG_FUNCTION_ARGS)
 
 		if (rs->set == NULL && rs->sort == NULL)
 			start_sorting(rs);
+		/*
+		 * the set allocates in its own context; what the type's hash and
+		 * equality functions leave goes with the input row's context
+		 */
 		if (rs->set != NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(rs->cxt);
-
 			add_to_set(rs, value);
-			MemoryContextSwitchTo(old);
-		}
 		else
 			tuplesort_putdatum(rs->sort, value, false);
 	}

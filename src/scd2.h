@@ -27,8 +27,10 @@ typedef struct Scd2Column
 	Oid			eqop;			/* default equality operator, or Invalid */
 	char	   *eqop_sql;		/* OPERATOR(schema.=) or NULL */
 	bool		builtin_eq;		/* its = is pg_catalog's (resolvable by name) */
-	bool		eq_parallel_safe;	/* its = calls a parallel-safe function:
-									 * compared by scd2._not_distinct */
+	bool		not_distinct_ok;	/* compared by scd2._not_distinct: its =
+									 * calls a parallel-safe function, and it
+									 * is no row type (whose IS NULL, in the
+									 * SQL form, tests its fields) */
 	bool		sortable;		/* has a default btree opclass */
 	bool		stg_exact;		/* staging column has this type, typmod and
 								 * collation: read without a CAST */

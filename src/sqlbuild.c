@@ -104,7 +104,7 @@ append_eq(StringInfo buf, const Scd2Column *col, const char *a, const char *b)
 static bool
 in_not_distinct(const Scd2Config *cfg, const Scd2Column *col)
 {
-	return cfg->has_not_distinct && col->eqop_sql != NULL && col->eq_parallel_safe;
+	return cfg->has_not_distinct && col->eqop_sql != NULL && col->not_distinct_ok;
 }
 
 /*
@@ -112,7 +112,8 @@ in_not_distinct(const Scd2Config *cfg, const Scd2Column *col)
  * columns whose equality is a parallel-safe function are compared in one
  * call of scd2._not_distinct (per 50 columns: a call takes FUNC_MAX_ARGS) (fn_not_distinct.c: the same result as
  * append_eq's CASE, at a fraction of its cost per row); the others (no
- * equality operator, or one PostgreSQL may not run in a worker) each by
+ * equality operator, one PostgreSQL may not run in a worker, or a row
+ * type, whose IS NULL is true of a row of NULL fields) each by
  * append_eq, as are all of them while the installed objects predate 0.4.
  */
 void
