@@ -45,19 +45,7 @@ typedef struct SeenValue
 	char		status;			/* simplehash's */
 } SeenValue;
 
-struct RepeatsState;
-
-#define SH_PREFIX seen
-#define SH_ELEMENT_TYPE SeenValue
-#define SH_KEY_TYPE Datum
-#define SH_KEY value
-#define SH_HASH_KEY(tb, key) value_hash((struct RepeatsState *) (tb)->private_data, key)
-#define SH_EQUAL(tb, a, b) values_equal((struct RepeatsState *) (tb)->private_data, a, b)
-#define SH_STORE_HASH
-#define SH_GET_HASH(tb, a) (a)->hash
-#define SH_SCOPE static inline
-#define SH_DECLARE
-#include "lib/simplehash.h"
+struct seen_hash;					/* simplehash's table, below */
 
 typedef struct RepeatsState
 {
@@ -68,11 +56,10 @@ typedef struct RepeatsState
 	Oid			typid;
 	Oid			collation;
 	FmgrInfo	eq;
-	FmgrInfo	hash;
-	bool		hashable;		/* the type has a hash function */
+	FmgrInfo	hash;			/* fn_oid invalid: the type has none */
 	Oid			lt_opr;			/* for the sort */
 	Size		limit;			/* hash_mem */
-	seen_hash  *set;			/* the values so far, or NULL once sorting */
+	struct seen_hash *set;		/* the values so far, or NULL once sorting */
 	Tuplesortstate *sort;		/* or the values so far, sorted at the end */
 	int64		repeats;		/* values the set already held */
 } RepeatsState;
@@ -98,6 +85,7 @@ values_equal(RepeatsState *rs, Datum a, Datum b)
 #define SH_STORE_HASH
 #define SH_GET_HASH(tb, a) (a)->hash
 #define SH_SCOPE static inline
+#define SH_DECLARE
 #define SH_DEFINE
 #include "lib/simplehash.h"
 
@@ -124,13 +112,13 @@ repeats_start(FunctionCallInfo fcinfo, MemoryContext cxt)
 	rs->collation = PG_GET_COLLATION();
 	get_typlenbyval(typid, &rs->typlen, &rs->typbyval);
 	fmgr_info_copy(&rs->eq, &tc->eq_opr_finfo, cxt);
-	rs->hashable = OidIsValid(tc->hash_proc_finfo.fn_oid);
-	if (rs->hashable)
-		fmgr_info_copy(&rs->hash, &tc->hash_proc_finfo, cxt);
 	rs->lt_opr = tc->lt_opr;
 	rs->limit = get_hash_memory_limit();
-	if (rs->hashable)
+	if (OidIsValid(tc->hash_proc_finfo.fn_oid))
+	{
+		fmgr_info_copy(&rs->hash, &tc->hash_proc_finfo, cxt);
 		rs->set = seen_create(cxt, 1024, rs);
+	}
 	return rs;
 }
 
