@@ -167,9 +167,11 @@ CREATE FUNCTION m.code_eq(m.code, m.code) RETURNS boolean LANGUAGE plpgsql IMMUT
 BEGIN PERFORM m.probe('operator'); RETURN $1::text = $2::text; END $$;
 CREATE OPERATOR m.= (LEFTARG = m.code, RIGHTARG = m.code, FUNCTION = m.code_eq);
 CREATE SEQUENCE m.grades;
-CREATE TABLE m.stg (k m.code, grade m.code DEFAULT ('k' || nextval('m.grades') % 1000)::m.code, tenant text, city text);
+CREATE FUNCTION m.next_grade() RETURNS m.code LANGUAGE sql AS
+    $$ SELECT ('k' || nextval('m.grades') % 1000)::m.code $$;
+CREATE TABLE m.stg (k m.code, grade m.code DEFAULT m.next_grade(), tenant text, city text);
 CREATE FUNCTION m.regrade() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN NEW.grade := ('k' || nextval('m.grades') % 1000)::m.code; RETURN NEW; END $$;
+BEGIN NEW.grade := m.next_grade(); RETURN NEW; END $$;
 CREATE TRIGGER regrade BEFORE UPDATE OF city ON m.stg FOR EACH ROW
     WHEN (NEW.city IS DISTINCT FROM OLD.city) EXECUTE FUNCTION m.regrade();
 SELECT scd2.create_dimension('m.dim', 'm.stg', ARRAY['k']);
