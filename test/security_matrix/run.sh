@@ -102,9 +102,9 @@ LOADS="apply merge apply_all dbt_apply apply_snapshots apply_new_column apply_or
 # (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
 read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
 
-common_tables() {   # $1: the key's type, $2: the dimension's extra column DDL
+common_tables() {   # $1: the key's type, $2: column DDL to place right after the key (optional)
     cat <<SQL
-CREATE TABLE m.stg (k $1, tenant text, city text);
+CREATE TABLE m.stg (k $1${2:+, $2}, tenant text, city text);
 SELECT scd2.create_dimension('m.dim', 'm.stg', ARRAY['k']);
 SQL
 }
@@ -169,12 +169,13 @@ CREATE OPERATOR m.= (LEFTARG = m.code, RIGHTARG = m.code, FUNCTION = m.code_eq);
 CREATE SEQUENCE m.grades;
 CREATE FUNCTION m.next_grade() RETURNS m.code LANGUAGE sql AS
     $$ SELECT ('k' || nextval('m.grades') % 1000)::m.code $$;
-CREATE TABLE m.stg (k m.code, grade m.code DEFAULT m.next_grade(), tenant text, city text);
 CREATE FUNCTION m.regrade() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN NEW.grade := m.next_grade(); RETURN NEW; END $$;
+SQL
+    common_tables m.code "grade m.code DEFAULT m.next_grade()"
+    cat <<'SQL'
 CREATE TRIGGER regrade BEFORE UPDATE OF city ON m.stg FOR EACH ROW
     WHEN (NEW.city IS DISTINCT FROM OLD.city) EXECUTE FUNCTION m.regrade();
-SELECT scd2.create_dimension('m.dim', 'm.stg', ARRAY['k']);
 SQL
 }
 kind_index_expression() {
