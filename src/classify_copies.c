@@ -28,7 +28,12 @@
  * indexes, constraints or triggers, and every value in the row was
  * computed by the query, as the dimension's owner; the new versions'
  * surrogate keys are drawn here (nextval_internal, with the owner's
- * privileges checked) in the order the query gives the rows.
+ * privileges checked) in the order the query gives the rows.  When the
+ * query runs in parallel (fast_path_plan.c) the receiver runs in the
+ * leader in parallel mode, where a sequence cannot be advanced: the insert
+ * copies that need a key are then kept in a tuplestore and written when
+ * the executor has left parallel mode (the receiver's shutdown), their
+ * keys drawn then, in the same order.
  */
 #include "scd2.h"
 
@@ -38,6 +43,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
+#include "miscadmin.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "tcop/dest.h"
@@ -46,6 +52,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "arrival.h"
 #include "load.h"
@@ -107,6 +114,8 @@ typedef struct CopyReceiver
 	int			nkeys;
 	Relation	rel;
 	TupleTableSlot *slot;		/* a change row, in the table's own slot */
+	Tuplestorestate *keyless;	/* insert copies whose keys wait for the end of parallel mode */
+	TupleTableSlot *keyless_slot;	/* one of them read back */
 	BulkInsertState bistate;
 	CommandId	cid;
 	Datum		actions[A_NACTIONS];	/* their texts (action_literals) */
@@ -174,6 +183,13 @@ copies_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	r->slot = table_slot_create(r->rel, NULL);
 	r->bistate = GetBulkInsertState();
 	r->cid = GetCurrentCommandId(true);
+	/* a transaction id cannot be assigned in parallel mode: the inserts need one */
+	(void) GetCurrentTransactionId();
+	if (OidIsValid(r->sk_seq))
+	{
+		r->keyless = tuplestore_begin_heap(false, false, work_mem);
+		r->keyless_slot = MakeSingleTupleTableSlot(RelationGetDescr(r->rel), &TTSOpsMinimalTuple);
+	}
 	for (int i = 0; i < A_NACTIONS; i++)
 		r->actions[i] = literal_text(action_literals[i]);
 }
@@ -250,7 +266,7 @@ write_copy(CopyReceiver *r, TupleTableSlot *in, int cls, Copy copy)
 	n[C_TVF] = !update || in->tts_isnull[Q_DVF];
 	v[C_SK] = in->tts_values[Q_DSK];
 	n[C_SK] = !update || in->tts_isnull[Q_DSK];
-	if (copy == COPY_INSERT && OidIsValid(r->sk_seq))
+	if (copy == COPY_INSERT && OidIsValid(r->sk_seq) && !IsInParallelMode())
 	{
 		v[C_SK] = Int64GetDatum(nextval_internal(r->sk_seq, true));
 		n[C_SK] = false;
@@ -275,7 +291,32 @@ write_copy(CopyReceiver *r, TupleTableSlot *in, int cls, Copy copy)
 		n[first_valued + i] = (update && !type1) || in->tts_isnull[Q_NCOLS + r->nkeys + i];
 	}
 	ExecStoreVirtualTuple(out);
-	table_tuple_insert(r->rel, out, r->cid, 0, r->bistate);
+	if (copy == COPY_INSERT && OidIsValid(r->sk_seq) && IsInParallelMode())
+		tuplestore_puttupleslot(r->keyless, out);
+	else
+		table_tuple_insert(r->rel, out, r->cid, 0, r->bistate);
+}
+
+/* The insert copies kept during parallel mode: their keys drawn, in order, and written. */
+static void
+write_keyless(CopyReceiver *r)
+{
+	TupleTableSlot *out = r->slot;
+	int			natts = RelationGetDescr(r->rel)->natts;
+
+	if (IsInParallelMode())
+		elog(ERROR, "scd2: the fast path's receiver ended in parallel mode");
+	while (tuplestore_gettupleslot(r->keyless, true, false, r->keyless_slot))
+	{
+		slot_getallattrs(r->keyless_slot);
+		ExecClearTuple(out);
+		memcpy(out->tts_values, r->keyless_slot->tts_values, sizeof(Datum) * natts);
+		memcpy(out->tts_isnull, r->keyless_slot->tts_isnull, sizeof(bool) * natts);
+		out->tts_values[C_SK] = Int64GetDatum(nextval_internal(r->sk_seq, true));
+		out->tts_isnull[C_SK] = false;
+		ExecStoreVirtualTuple(out);
+		table_tuple_insert(r->rel, out, r->cid, 0, r->bistate);
+	}
 }
 
 static bool
@@ -326,6 +367,12 @@ copies_shutdown(DestReceiver *self)
 {
 	CopyReceiver *r = (CopyReceiver *) self;
 
+	if (r->keyless != NULL)
+	{
+		write_keyless(r);
+		tuplestore_end(r->keyless);
+		ExecDropSingleTupleTableSlot(r->keyless_slot);
+	}
 	FreeBulkInsertState(r->bistate);
 	table_finish_bulk_insert(r->rel, 0);
 	ExecDropSingleTupleTableSlot(r->slot);
