@@ -90,6 +90,13 @@
 #define SCD2_NORETURN_POST pg_attribute_noreturn()
 #endif
 
+/*
+ * A disabled plan node (enable_seqscan = off and the like) added
+ * disable_cost to its path's cost before 18; 18 counts disabled nodes
+ * instead, compared before the costs.
+ */
+#define SCD2_DISABLE_COST_IN_PATHS (PG_VERSION_NUM < 180000)
+
 /* tuplesort_getdatum gained its copy argument in 16 (15 always copies). */
 #include "utils/tuplesort.h"
 #if PG_VERSION_NUM >= 160000

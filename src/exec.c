@@ -196,12 +196,14 @@ params_of(int nargs, const Oid *argtypes, const Datum *values)
  * rows), as scd2_exec_user runs a statement: in the owner
  * context, restricted, with snap (its command id advanced past the
  * statements before, as SPI_execute_snapshot does) and a nest level of its
- * own.  Serial: the receiver sees the rows in the order of the scan.
+ * own.  Serial, the receiver seeing the rows in the order of the scan; or,
+ * with parallel, as the planner chooses (the receiver then runs in parallel
+ * mode, in the leader, and sees the rows in the order the query asks for).
  * Returns the rows sent.
  */
 uint64
 scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes, const Datum *values,
-					Snapshot snap, DestReceiver *dest, const char *what)
+					Snapshot snap, DestReceiver *dest, bool parallel, const char *what)
 {
 	SPIPlanPtr	plan;
 	SPIExecuteOptions opts;
@@ -211,9 +213,10 @@ scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes, const Datum
 	scd2_exec_require_owner(true, what);
 	nest = NewGUCNestLevel();
 	/* in the scan's own order: no workers, no scan joining another midway */
-	scd2_set_local("max_parallel_workers_per_gather", "0");
+	if (!parallel)
+		scd2_set_local("max_parallel_workers_per_gather", "0");
 	scd2_set_local("synchronize_seqscans", "off");
-	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+	plan = SPI_prepare_cursor(sql, nargs, (Oid *) argtypes, parallel ? CURSOR_OPT_PARALLEL_OK : 0);
 	if (plan == NULL)
 		elog(ERROR, "scd2: preparing %s failed: %s", what, SPI_result_code_string(SPI_result));
 	memset(&opts, 0, sizeof(opts));

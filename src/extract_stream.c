@@ -460,7 +460,8 @@ scd2_compare_extracts_streaming(const char *sql, Snapshot snap, int nkeys, int n
 	/* outlives the executor's memory, in which the receiver starts */
 	es.cxt = AllocSetContextCreate(CurrentMemoryContext, "scd2 extract comparison",
 								   ALLOCSET_DEFAULT_SIZES);
-	(void) scd2_exec_user_into(sql, 0, NULL, NULL, snap, (DestReceiver *) &es, "comparing the extracts");
+	(void) scd2_exec_user_into(sql, 0, NULL, NULL, snap, (DestReceiver *) &es, false,
+								 "comparing the extracts");
 	current = NULL;
 	if (es.failed == NULL)
 		elog(DEBUG1, "scd2.apply_snapshots compared " UINT64_FORMAT " staging rows of %ld keys in one pass, in %zu bytes",

@@ -8,7 +8,9 @@
  */
 #include "scd2.h"
 
+#include "catalog/pg_class.h"
 #include "executor/spi.h"
+#include "utils/lsyscache.h"
 
 #include "load.h"
 #include "sqlbuild.h"
@@ -74,7 +76,7 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
  */
 /* (One statement, built in its SQL order: kept in one function on purpose.) */
 static char *
-scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe)
+scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe, bool hook_sorts)
 {
 	StringInfoData buf;
 
@@ -166,6 +168,8 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe)
 	appendStringInfoString(&buf, " FROM ");
 	if (exclude_keys)
 		append_single_row_keys(&buf, cfg);
+	else if (hook_sorts)
+		scd2_append_normalized_staging(&buf, cfg);	/* sorted by fast_path_plan.c */
 	else if (scd2_keys_cheap_prefix(cfg) > 0)
 	{
 		/*
@@ -176,7 +180,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe)
 		 * order, so the change table -- and the MERGE that reads it -- is
 		 * in key order too.  A key whose later columns are text sorts by
 		 * its leading columns that sort cheaply (an (int, text) key by its
-		 * int: 200k keys, 20k rows, the probes 0.7 -> 0.4 s).
+		 * int: 200k keys, 20k rows, the probes 0.7 -> 0.4 s).  (With
+		 * hook_sorts the statement orders the join by that key instead and
+		 * fast_path_plan.c gives the staging relation only sorted paths,
+		 * which may be parallel: each process probes its share in order.)
 		 */
 		appendStringInfoString(&buf, "(SELECT * FROM ");
 		scd2_append_normalized_staging(&buf, cfg);
@@ -189,8 +196,38 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe)
 	appendStringInfo(&buf, " s LEFT JOIN %s d ON ", cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "s");
 	appendStringInfo(&buf, " AND %s", scd2_current_pred(cfg, "d"));
+	if (hook_sorts)
+	{
+		appendStringInfoString(&buf, " ORDER BY ");
+		scd2_append_cols(&buf, cfg->keys, scd2_keys_cheap_prefix(cfg), "s.");
+	}
 	appendStringInfoString(&buf, X(" OFFSET 0) c OFFSET 0) c1 WHERE `_cls <> " WT_CLS_UNCHANGED ") cls"));
 	return buf.data;
+}
+
+/*
+ * Whether the fast path's staging rows are sorted by fast_path_plan.c's
+ * hook, under probes that may run in parallel, instead of by a sorted
+ * subquery under serial probes: when the probes are forced (the staging
+ * rows fewer than half the dimension's, load_exec.c), the staging is a
+ * plain table scanned as it is (its key's sorted columns not cast, no
+ * timestamp detection), neither table is on Citus (whose planner plans
+ * its tables), and the rows are not first counted per key.
+ */
+static bool
+fast_path_hook_sorts(const LoadState *st, bool exclude_keys)
+{
+	const Scd2Config *cfg = st->cfg;
+	int			prefix = scd2_keys_cheap_prefix(cfg);
+
+	if (exclude_keys || prefix == 0 || cfg->detect_timestamp || st->citus != 0 || st->stg_citus != 0 ||
+		!OidIsValid(cfg->stg_oid) || get_rel_relkind(cfg->stg_oid) != RELKIND_RELATION ||
+		(double) st->source_rows * 2 >= st->dim_rows)
+		return false;
+	for (int i = 0; i < prefix; i++)
+		if (cfg->keys[i].carried || !cfg->keys[i].stg_exact)
+			return false;
+	return true;
 }
 
 /* Keys the fast path found late: to the general path. */
@@ -259,15 +296,18 @@ scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *o
 	const Scd2Config *cfg = st->cfg;
 	int64		complex_keys = 0;
 	int64		late_rows = 0;
+	bool		hook_sorts;
 
 	if (several)
 	{
 		scd2_load_exec(st, scd2_sql_multi_keys(cfg, KEYS_TABLE), SPI_OK_INSERT, "finding keys with several rows");
 		complex_keys = (int64) SPI_processed;
 	}
-	scd2_load_exec_probing_into(st, (double) st->source_rows, scd2_sql_fast_path(cfg, several, obs != NULL),
+	hook_sorts = fast_path_hook_sorts(st, several);
+	scd2_load_exec_probing_into(st, (double) st->source_rows,
+								scd2_sql_fast_path(cfg, several, obs != NULL, hook_sorts),
 								scd2_classify_copier(cfg, CHG_TABLE_RELNAME, st->sk_seq, obs, &late_rows),
-								"classifying staging rows");
+								hook_sorts ? cfg->stg_oid : InvalidOid, "classifying staging rows");
 	if (late_rows == 0)
 		return complex_keys;	/* nothing to move: the statement would scan the change table for nothing */
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,

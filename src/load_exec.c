@@ -40,11 +40,14 @@ scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what)
 /*
  * A statement of the load with more parameters, $2 on (none NULL); its
  * rows to dest when one is given (scd2_exec_user_into), else the
- * statement's result code must be expected.
+ * statement's result code must be expected.  With sorted_staging (a
+ * query into dest) that relation's rows come sorted under the join that
+ * asks for its key's order, and the query may run in parallel
+ * (fast_path_plan.c).
  */
 static void
 run_statement(LoadState *st, const char *sql, int nargs, const Oid *types, const Datum *args,
-			  DestReceiver *dest, int expected, const char *what)
+			  DestReceiver *dest, Oid sorted_staging, int expected, const char *what)
 {
 	Oid		   *argtypes = palloc(sizeof(Oid) * (nargs + 1));
 	Datum	   *values = palloc(sizeof(Datum) * (nargs + 1));
@@ -60,19 +63,23 @@ run_statement(LoadState *st, const char *sql, int nargs, const Oid *types, const
 	}
 	PG_TRY();
 	{
+		scd2_fast_path_plan_arm(sorted_staging);
 		/* its sorts and hashes share hash_mem (load_memory.c) */
 		scd2_explain_if_asked(sql, what, nargs + 1, argtypes, values, st->snap);
 		scd2_memory_budget_arm(sql);
 		if (dest)
-			(void) scd2_exec_user_into(sql, nargs + 1, argtypes, values, st->snap, dest, what);
+			(void) scd2_exec_user_into(sql, nargs + 1, argtypes, values, st->snap, dest,
+									   OidIsValid(sorted_staging), what);
 		else
 			(void) scd2_exec_user(sql, nargs + 1, argtypes, values, NULL, st->snap, false,
 								  expected, what);
 		scd2_memory_budget_disarm();
+		scd2_fast_path_plan_disarm();
 	}
 	PG_CATCH();
 	{
 		scd2_memory_budget_disarm();
+		scd2_fast_path_plan_disarm();
 		load_rethrow(st, what, cxt);
 	}
 	PG_END_TRY();
@@ -84,7 +91,7 @@ void
 scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 					const Datum *args, int expected, const char *what)
 {
-	run_statement(st, sql, nargs, types, args, NULL, expected, what);
+	run_statement(st, sql, nargs, types, args, NULL, InvalidOid, expected, what);
 }
 
 /*
@@ -140,12 +147,12 @@ scd2_load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 /* The same for a query whose rows go to dest (classify_copies.c's receiver). */
 void
 scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
-							DestReceiver *dest, const char *what)
+							DestReceiver *dest, Oid sorted_staging, const char *what)
 {
 	int			nest = NewGUCNestLevel();
 
 	force_probing(st, driving_rows);
-	run_statement(st, sql, 0, NULL, NULL, dest, SPI_OK_SELECT, what);
+	run_statement(st, sql, 0, NULL, NULL, dest, sorted_staging, SPI_OK_SELECT, what);
 	AtEOXact_GUC(true, nest);
 }
 

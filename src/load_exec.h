@@ -66,7 +66,8 @@ extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
 extern void scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
-										struct _DestReceiver *dest, const char *what);
+										struct _DestReceiver *dest, Oid sorted_staging,
+										const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
 extern void scd2_load_record_change_log(LoadState *st, const char *sql, bool probing);
 extern void scd2_load_record_inserted_keys(LoadState *st, const char *chg);
@@ -76,6 +77,11 @@ extern void scd2_store_feed(Tuplestorestate *store, TupleDesc desc);
 extern void scd2_memory_budget_init(void);
 extern void scd2_memory_budget_arm(const char *sql);
 extern void scd2_memory_budget_disarm(void);
+
+/* fast_path_plan.c: the fast path's staging rows sorted under its probes */
+extern void scd2_fast_path_plan_init(void);
+extern void scd2_fast_path_plan_arm(Oid relid);
+extern void scd2_fast_path_plan_disarm(void);
 
 /* load_explain.c: scd2.explain_statement shows a statement's plan */
 extern void scd2_explain_init(void);

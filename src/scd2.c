@@ -133,5 +133,7 @@ _PG_init(void)
 	scd2_memory_budget_init();
 	/* scd2.explain_statement, a load statement's plan (load_explain.c) */
 	scd2_explain_init();
+	/* the fast path's probes in key order (fast_path_plan.c) */
+	scd2_fast_path_plan_init();
 	MarkGUCPrefixReserved("scd2");
 }

@@ -340,7 +340,7 @@ extern void scd2_exec_user_parallel(const char *sql, int nargs, const Oid *argty
 									const Datum *values, Snapshot snap, const char *what);
 extern uint64 scd2_exec_user_into(const char *sql, int nargs, const Oid *argtypes,
 								  const Datum *values, Snapshot snap,
-								  struct _DestReceiver *dest, const char *what);
+								  struct _DestReceiver *dest, bool parallel, const char *what);
 extern void scd2_exec_require_owner(bool restricted, const char *what);
 extern void scd2_exec_work(const char *sql, int expected, const char *what);
 extern uint64 scd2_exec_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
