@@ -253,6 +253,7 @@ write_copy(CopyReceiver *r, TupleTableSlot *in, int cls, Copy copy)
 	bool	   *n = out->tts_isnull;
 	bool		update = copy == COPY_UPDATE;
 	bool		ends = update && (cls == FC_CHANGE || cls == FC_DELETE);
+	bool		keyed = copy == COPY_INSERT && OidIsValid(r->sk_seq);	/* gets a drawn key */
 	int			first_valued = C_NCOLS + r->nkeys;
 
 	ExecClearTuple(out);
@@ -266,7 +267,7 @@ write_copy(CopyReceiver *r, TupleTableSlot *in, int cls, Copy copy)
 	n[C_TVF] = !update || in->tts_isnull[Q_DVF];
 	v[C_SK] = in->tts_values[Q_DSK];
 	n[C_SK] = !update || in->tts_isnull[Q_DSK];
-	if (copy == COPY_INSERT && OidIsValid(r->sk_seq) && !IsInParallelMode())
+	if (keyed && !IsInParallelMode())
 	{
 		v[C_SK] = Int64GetDatum(nextval_internal(r->sk_seq, true));
 		n[C_SK] = false;
@@ -291,8 +292,8 @@ write_copy(CopyReceiver *r, TupleTableSlot *in, int cls, Copy copy)
 		n[first_valued + i] = (update && !type1) || in->tts_isnull[Q_NCOLS + r->nkeys + i];
 	}
 	ExecStoreVirtualTuple(out);
-	if (copy == COPY_INSERT && OidIsValid(r->sk_seq) && IsInParallelMode())
-		tuplestore_puttupleslot(r->keyless, out);
+	if (keyed && IsInParallelMode())
+		tuplestore_puttupleslot(r->keyless, out);	/* its key drawn by write_keyless */
 	else
 		table_tuple_insert(r->rel, out, r->cid, 0, r->bistate);
 }
