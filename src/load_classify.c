@@ -210,10 +210,10 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe, bool 
  * hook, under probes that may run in parallel, instead of by a sorted
  * subquery under serial probes: when the probes are forced (the staging
  * rows fewer than half the dimension's, load_exec.c), the staging is a
- * plain table other than the dimension, scanned as it is (its key's sorted
- * columns not cast, no timestamp detection), neither table is on Citus
- * (whose planner plans its tables), and the rows are not first counted per
- * key.
+ * plain table (never the dimension: config.c refuses that), scanned as it
+ * is (its key's sorted columns not cast, no timestamp detection), neither
+ * table is on Citus (whose planner plans its tables), and the rows are not
+ * first counted per key.
  */
 static bool
 fast_path_hook_sorts(const LoadState *st, bool exclude_keys)
@@ -222,8 +222,7 @@ fast_path_hook_sorts(const LoadState *st, bool exclude_keys)
 	int			prefix = scd2_keys_cheap_prefix(cfg);
 
 	if (exclude_keys || prefix == 0 || cfg->detect_timestamp || st->citus != 0 || st->stg_citus != 0 ||
-		!OidIsValid(cfg->stg_oid) || cfg->stg_oid == cfg->dim_oid ||
-		get_rel_relkind(cfg->stg_oid) != RELKIND_RELATION ||
+		!OidIsValid(cfg->stg_oid) || get_rel_relkind(cfg->stg_oid) != RELKIND_RELATION ||
 		(double) st->source_rows * 2 >= st->dim_rows)
 		return false;
 	for (int i = 0; i < prefix; i++)
