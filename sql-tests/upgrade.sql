@@ -120,6 +120,8 @@ SELECT 'dependency', pg_describe_object(d.classid, d.objid, d.objsubid),
 \i :walk
 \set from '0.3'
 \i :walk
+\set from '0.4'
+\i :walk
 
 \c :regress_db
 SET client_min_messages = warning;

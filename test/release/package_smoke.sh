@@ -21,7 +21,7 @@ ok() { if [ "$2" = "$3" ]; then echo "ok - $major: $1"; else echo "not ok - $maj
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")" >/tmp/scd2-apt-$major.log 2>&1
 ok "apt-get install ./$(basename "$deb")" "install ok installed" "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)"
 ok "the package installs the module and the scripts of its version" "yes yes" \
-    "$([ -f "$("$PG_CONFIG" --pkglibdir)/scd2.so" ] && echo yes) $([ -f "$("$PG_CONFIG" --sharedir)/extension/scd2--0.4.sql" ] && echo yes)"
+    "$([ -f "$("$PG_CONFIG" --pkglibdir)/scd2.so" ] && echo yes) $([ -f "$("$PG_CONFIG" --sharedir)/extension/scd2--0.5.sql" ] && echo yes)"
 
 cluster_start >/dev/null 2>&1
 q() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@" 2>&1; }
