@@ -10,7 +10,8 @@ EXTENSION   = scd2
 MODULE_big  = scd2
 # The source directory: "." in tree, the Makefile's directory out of tree.
 scd2_src    := $(patsubst %/,%,$(dir $(firstword $(MAKEFILE_LIST))))
-OBJS        = $(patsubst $(scd2_src)/%.c,%.o,$(wildcard $(scd2_src)/src/*.c))
+# src/ is one folder per subsystem (docs/ARCHITECTURE.md); every .c below it.
+OBJS        = $(patsubst $(scd2_src)/%.c,%.o,$(wildcard $(scd2_src)/src/*.c $(scd2_src)/src/*/*.c))
 DATA        = $(patsubst $(scd2_src)/%,%,$(wildcard $(scd2_src)/sql/scd2--*.sql))
 PG_CPPFLAGS = -I$(srcdir)/src
 # -Wextra on top of PGXS's -Wall; the three categories left out fire on
@@ -42,11 +43,11 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS does not track header dependencies.
-$(OBJS): $(wildcard $(scd2_src)/src/*.h)
+$(OBJS): $(wildcard $(scd2_src)/src/*.h $(scd2_src)/src/*/*.h)
 
-# Out of tree, the objects' directory must exist in the build directory.
+# Out of tree, the objects' directories must exist in the build directory.
 ifneq ($(scd2_src),.)
-$(shell mkdir -p src)
+$(shell mkdir -p $(sort $(dir $(OBJS))))
 endif
 
 build/regress/sql:

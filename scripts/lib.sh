@@ -142,9 +142,11 @@ build_install() {
     log "building scd2 in build/pg$PG_MAJOR"
     # Objects of an in-tree build (a plain `make`) would be found through
     # VPATH and linked into this version's build: remove them first.
-    if compgen -G "$SCD2_ROOT/src/*.o" >/dev/null || [ -e "$SCD2_ROOT/scd2.so" ]; then
-        log "removing the objects of an in-tree build (src/*.o, src/*.bc, scd2.so)"
-        rm -f "$SCD2_ROOT"/src/*.o "$SCD2_ROOT"/src/*.bc "$SCD2_ROOT/scd2.so"
+    if compgen -G "$SCD2_ROOT/src/*.o" >/dev/null || compgen -G "$SCD2_ROOT/src/*/*.o" >/dev/null ||
+        [ -e "$SCD2_ROOT/scd2.so" ]; then
+        log "removing the objects of an in-tree build (src/**/*.o, *.bc, scd2.so)"
+        rm -f "$SCD2_ROOT"/src/*.o "$SCD2_ROOT"/src/*.bc "$SCD2_ROOT"/src/*/*.o "$SCD2_ROOT"/src/*/*.bc \
+            "$SCD2_ROOT/scd2.so"
     fi
     mkdir -p "$dir"
     "${mk[@]}" clean >/dev/null

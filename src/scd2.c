@@ -18,7 +18,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "load_exec.h"
+#include "load/load.h"
 
 PG_MODULE_MAGIC;
 

@@ -37,7 +37,7 @@ check() {					# check NAME: the findings of that check
     fi
 }
 
-awk -f "$here/structure.awk" "$root"/src/*.c "$root"/src/*.h >"$work/report" 2>&1 ||
+awk -f "$here/structure.awk" "$root"/src/*.c "$root"/src/*/*.c "$root"/src/*.h "$root"/src/*/*.h >"$work/report" 2>&1 ||
     { cat "$work/report"; echo "structure: 0 passed, 1 failed"; exit 1; }
 check include-cycles include-cycle
 check call-cycles call-cycle

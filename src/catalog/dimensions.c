@@ -1,0 +1,880 @@
+/*
+ * registry.c -- every read and write of scd2.dimensions.
+ *
+ * Reads: the registration a load resolves (config.c), the columns
+ * scd2.asof needs (asof_cache.c), the dimensions scd2.apply_all loads;
+ * and the check that a dimension still has the shape it was registered
+ * with (scd2_check_registered_shape, for both).
+ * Writes: the SQL-callable helpers of scd2.register and scd2.unregister
+ * below.
+ *
+ * scd2.register() (SQL) validates a dimension and creates its indexes as
+ * the caller, who must own the dimension; the registry row itself is
+ * written here as the extension owner, so the registry table needs no
+ * write privilege for PUBLIC and nobody can register a table they do not
+ * own.
+ */
+#include "scd2.h"
+
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "catalog/namespace.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "catalog/pg_class.h"
+#include "utils/memutils.h"
+
+#include "catalog/registry.h"
+#include "common/common.h"
+
+PG_FUNCTION_INFO_V1(scd2_registry_store);
+PG_FUNCTION_INFO_V1(scd2_registry_remove);
+PG_FUNCTION_INFO_V1(scd2_registry_forget_dropped);
+PG_FUNCTION_INFO_V1(scd2_registry_store_more);
+PG_FUNCTION_INFO_V1(scd2_registry_store_guard);
+PG_FUNCTION_INFO_V1(scd2_registry_store_missing_columns);
+PG_FUNCTION_INFO_V1(scd2_registry_store_schema_change);
+PG_FUNCTION_INFO_V1(scd2_registry_store_order_free);
+
+static void
+require_owner(Oid relid)
+{
+	if (!scd2_relation_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", scd2_relation_display_name(relid)),
+				 errhint("Only the owner of a dimension can register or unregister it.")));
+}
+
+/*
+ * What scd2.register refuses, checked again here: _registry_store is
+ * callable by PUBLIC (register runs with its caller's rights), and a
+ * registration stored without register must not be one register refuses
+ * -- a temporary dimension or default staging table, or a staging table
+ * the caller or the dimension's owner may not read.
+ */
+static void
+require_storable(Oid dim, Oid stg)
+{
+	scd2_check_relkind(dim, true);
+	if (!OidIsValid(stg))
+		return;
+	if (get_rel_persistence(stg) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("temporary table %s cannot be the registered staging table of %s",
+						scd2_relation_display_name(stg), scd2_relation_display_name(dim)),
+				 errdetail("scd2.apply_all reads the registered staging table in a session of its own, where a temporary table does not exist.")));
+	if (pg_class_aclcheck(stg, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+		pg_class_aclcheck(stg, scd2_relation_owner(dim), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for staging table %s", scd2_relation_display_name(stg)),
+				 errdetail("Registering a default staging table needs SELECT on it for the registering role and the dimension's owner.")));
+}
+
+Datum
+scd2_registry_store(PG_FUNCTION_ARGS)
+{
+	static const Oid types[14] = {
+		REGCLASSOID, NAMEARRAYOID, NAMEARRAYOID, NAMEARRAYOID, NAMEOID, NAMEOID,
+		TEXTOID, REGCLASSOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, TEXTOID, NAMEOID
+	};
+	Oid			argtypes[14];
+	Datum		values[14];
+	char		nulls[14];
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	require_storable(PG_GETARG_OID(0), PG_ARGISNULL(7) ? InvalidOid : PG_GETARG_OID(7));
+
+	for (int i = 0; i < 13; i++)
+	{
+		argtypes[i] = types[i];
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	argtypes[13] = NAMEOID;
+	/* a name Datum points to NAMEDATALEN bytes: build one (not the C string) */
+	values[13] = DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
+	nulls[13] = ' ';
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	scd2_exec_catalog(
+		"INSERT INTO scd2.dimensions AS d (dimension, business_key, tracked, type1,"
+		" effective_column, delete_column, mode, staging, valid_from_column, valid_to_column,"
+		" is_current_column, surrogate_key_column, current_valid_to, registered_by)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+		" ON CONFLICT (dimension) DO UPDATE SET business_key = EXCLUDED.business_key,"
+		" tracked = EXCLUDED.tracked, type1 = EXCLUDED.type1,"
+		" effective_column = EXCLUDED.effective_column, delete_column = EXCLUDED.delete_column,"
+		" mode = EXCLUDED.mode, staging = EXCLUDED.staging,"
+		" valid_from_column = EXCLUDED.valid_from_column, valid_to_column = EXCLUDED.valid_to_column,"
+		" is_current_column = EXCLUDED.is_current_column,"
+		" surrogate_key_column = EXCLUDED.surrogate_key_column,"
+		" current_valid_to = EXCLUDED.current_valid_to, registered_by = EXCLUDED.registered_by,"
+		" registered_at = pg_catalog.now()",
+		14, argtypes, values, nulls, false, SPI_OK_INSERT, "storing the registration");
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+scd2_registry_remove(PG_FUNCTION_ARGS)
+{
+	Oid			dim = PG_GETARG_OID(0);
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim)};
+	bool		removed;
+
+	require_owner(dim);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	removed = scd2_exec_catalog("DELETE FROM scd2.dimensions"
+											   " WHERE dimension OPERATOR(pg_catalog.=) $1",
+											   1, argtypes, values, NULL, false, SPI_OK_DELETE,
+											   "removing the registration") > 0;
+	SPI_finish();
+	PG_RETURN_BOOL(removed);
+}
+
+/*
+ * The change-log headers of the dimensions dropped are marked
+ * dropped (0.4): their regclass would be dumped as a bare OID, which can
+ * name another table after a restore, and scd2.revert and scd2.changes
+ * refuse a dropped run's header.  An extension not yet updated to 0.4 has
+ * no such column.
+ */
+static void
+mark_dropped_runs(Datum dropped)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {dropped};
+
+	if (!scd2_installed("change_log_runs", "dimension_dropped_at"))
+		return;
+	scd2_exec_catalog("UPDATE scd2.change_log_runs r SET dimension_dropped_at = pg_catalog.now()"
+					  " WHERE r.dimension_dropped_at IS NULL AND r.dimension OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, values, NULL, false, SPI_OK_UPDATE, "marking the runs of dropped dimensions");
+}
+
+/*
+ * The arrival memory (0.4) of dropped dimensions: a later table given the
+ * same oid must not recall another table's events.  Absent while the
+ * library is newer than the extension's scripts.  Only the dropped tables'
+ * rows are looked up (arrival_memory_key_idx): every load drops its work
+ * tables, and a scan of the whole memory would cost every load of every
+ * dimension its size (40 ms at 170,000 rows).
+ */
+static void
+forget_dropped_memory(Datum dropped)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {dropped};
+
+	if (!scd2_installed("arrival_memory", NULL))
+		return;
+	scd2_exec_catalog("DELETE FROM scd2.arrival_memory m WHERE m.dimension OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, values, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions' remembered events");
+}
+
+/*
+ * The dimensions that some of scd2's rows name but that no longer exist,
+ * as a subquery over one column of oids: those that table's rows matching
+ * where name (read through its index on dimension: arrival_memory_key_idx,
+ * change_log_runs_live_dimension_idx) and pg_class lacks.  A table is usually
+ * dropped with the event trigger firing, and then its oid is in
+ * pg_event_trigger_dropped_objects(); this finds the others (dropped
+ * while event triggers did not fire: session_replication_role = replica,
+ * single-user mode, the trigger disabled).  A loose scan of the index,
+ * one probe per distinct dimension, each looked up in pg_class by oid:
+ * every load fires the trigger when it drops its work tables, so this
+ * must not read the table.
+ */
+static char *
+vanished_dimensions_sql(const char *table, const char *where)
+{
+	return psprintf("(WITH RECURSIVE d(dim) AS ("
+					"  SELECT (SELECT CAST(t.dimension AS pg_catalog.oid) FROM %s t WHERE %s"
+					"           ORDER BY CAST(t.dimension AS pg_catalog.oid) LIMIT 1)"
+					"  UNION ALL"
+					"  SELECT (SELECT CAST(t.dimension AS pg_catalog.oid) FROM %s t WHERE %s"
+					"             AND CAST(t.dimension AS pg_catalog.oid) OPERATOR(pg_catalog.>) d.dim"
+					"           ORDER BY CAST(t.dimension AS pg_catalog.oid) LIMIT 1)"
+					"    FROM d WHERE d.dim IS NOT NULL)"
+					" SELECT d.dim FROM d WHERE d.dim IS NOT NULL AND NOT EXISTS"
+					"  (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dim OFFSET 0))",
+					table, where, table, where);
+}
+
+/*
+ * The tables whose runs and remembered events are to be forgotten: those
+ * just dropped, and any other that scd2.arrival_memory or the live
+ * change-log headers still name (vanished_dimensions_sql), as an oid[]
+ * (NULL: none).  Each part only where the installed objects have it.
+ */
+static Datum
+dropped_tables(void)
+{
+	StringInfoData sql;
+	Datum		dropped;
+	bool		isnull;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT pg_catalog.array_agg(DISTINCT u.oid) FROM ("
+						   " SELECT o.objid AS oid FROM pg_catalog.pg_event_trigger_dropped_objects() o"
+						   "  WHERE o.classid OPERATOR(pg_catalog.=) CAST('pg_catalog.pg_class' AS pg_catalog.regclass)"
+						   "    AND o.objsubid OPERATOR(pg_catalog.=) 0");
+	if (scd2_installed("arrival_memory", NULL))
+		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
+						 vanished_dimensions_sql("scd2.arrival_memory", "true"));
+	if (scd2_installed("change_log_runs", "dimension_dropped_at"))
+		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
+						 vanished_dimensions_sql("scd2.change_log_runs", "t.dimension_dropped_at IS NULL"));
+	appendStringInfoString(&sql, ") u");
+	scd2_exec_catalog(sql.data, 0, NULL, NULL, NULL, true, SPI_OK_SELECT, "listing the dropped tables");
+	dropped = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? (Datum) 0 : datumCopy(dropped, false, -1);
+}
+
+/*
+ * Called by the sql_drop event trigger: forget dimensions that no longer
+ * exist, and default staging tables that no longer exist; mark the change
+ * log runs and forget the remembered events of the tables dropped.
+ * No ownership check: it only removes rows about tables that are gone.
+ */
+Datum
+scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
+{
+	int64		removed;
+	Datum		dropped;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	removed = (int64) scd2_exec_catalog(
+		"DELETE FROM scd2.dimensions d WHERE NOT EXISTS"
+		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dimension)",
+		0, NULL, NULL, NULL, false, SPI_OK_DELETE, "forgetting dropped dimensions");
+	scd2_exec_catalog(
+		"UPDATE scd2.dimensions d SET staging = NULL WHERE staging IS NOT NULL AND NOT EXISTS"
+		" (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.staging)",
+		0, NULL, NULL, NULL, false, SPI_OK_UPDATE, "forgetting dropped staging tables");
+	dropped = dropped_tables();
+	if (dropped != (Datum) 0)
+	{
+		forget_dropped_memory(dropped);
+		mark_dropped_runs(dropped);
+	}
+	SPI_finish();
+	PG_RETURN_INT64(removed);
+}
+
+/*
+ * The shape a dimension is registered with: its business key, validity,
+ * is_current and surrogate key columns with their types and typmods (a
+ * NULL type: the column is missing).  Loads and scd2.asof refuse to work
+ * on a dimension whose columns no longer have it (config.c).  The upgrade
+ * script scd2--0.2--0.3.sql fills the same columns with the same query.
+ */
+#define SHAPE_SQL \
+	"(shape_columns, shape_types, shape_typmods) = (" \
+	" SELECT pg_catalog.array_agg(u.c ORDER BY u.o)," \
+	"        pg_catalog.array_agg(a.atttypid::pg_catalog.regtype ORDER BY u.o)," \
+	"        pg_catalog.array_agg(a.atttypmod ORDER BY u.o)" \
+	"   FROM pg_catalog.unnest(d.business_key OPERATOR(pg_catalog.||) ARRAY[d.valid_from_column," \
+	"          d.valid_to_column, d.is_current_column, d.surrogate_key_column]) WITH ORDINALITY AS u(c, o)" \
+	"   LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.dimension" \
+	"        AND a.attname OPERATOR(pg_catalog.=) u.c AND a.attnum OPERATOR(pg_catalog.>) 0" \
+	"        AND NOT a.attisdropped" \
+	"  WHERE u.c IS NOT NULL)"
+
+/*
+ * After scd2.register stored a registration (_registry_store, whose
+ * arguments are 0.2's): what 0.3 adds to it -- the indexes and the
+ * no_overlap exclusion constraint it created (NULL: none), by name:
+ * indexes and constraints live with their table, and names, unlike OIDs,
+ * are what pg_dump keeps -- the change detection ('values' or
+ * 'timestamp'; the registry's CHECK refuses others), and the dimension's
+ * shape.
+ */
+Datum
+scd2_registry_store_more(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[4] = {REGCLASSOID, NAMEARRAYOID, NAMEOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension, created_indexes and detect must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	for (int i = 0; i < 4; i++)
+	{
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET created_indexes = $2,"
+										 " no_overlap_constraint = $3, detect = $4, " SHAPE_SQL
+										 " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+										 4, argtypes, values, nulls, false, SPI_OK_UPDATE,
+										 "storing the registration's indexes, constraint and detection") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(PG_GETARG_OID(0)));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * One option of the registration register has just stored: SET column = value
+ * (of type typid; NULL when isnull).  The caller is connected to SPI.
+ */
+static void
+store_option(Oid dim_oid, const char *column, Oid typid, Datum value, bool isnull)
+{
+	Oid			argtypes[2] = {REGCLASSOID, typid};
+	Datum		values[2] = {ObjectIdGetDatum(dim_oid), value};
+	char		nulls[2] = {' ', isnull ? 'n' : ' '};
+
+	if (scd2_exec_catalog(psprintf("UPDATE scd2.dimensions d SET %s = $2"
+								   " WHERE d.dimension OPERATOR(pg_catalog.=) $1", column),
+						  2, argtypes, values, nulls, false, SPI_OK_UPDATE,
+						  psprintf("storing the registration's %s", column)) != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(dim_oid));
+}
+
+/*
+ * After scd2.register stored a registration: the partial-extract guard
+ * (0.4), the largest fraction of the current keys one load may close or
+ * delete (NULL: no limit; register checked the range, the registry's
+ * CHECK too).
+ */
+Datum
+scd2_registry_store_guard(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	store_option(PG_GETARG_OID(0), "max_close_fraction", FLOAT4OID,
+				 PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * scd2._registry_store_missing_columns(dimension, missing_columns): what a
+ * load does with a dimension column its staging table lacks (0.4): 'error'
+ * or 'carry_forward'.
+ */
+Datum
+scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	if (PG_ARGISNULL(1) ||
+		(strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "error") != 0 &&
+		 strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "carry_forward") != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid missing_columns \"%s\"",
+						PG_ARGISNULL(1) ? "NULL" : text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errhint("Use 'error' (a load whose staging table lacks a column of the dimension is refused) or 'carry_forward' (new versions keep the current version's value of a column the staging table lacks).")));
+	require_owner(PG_GETARG_OID(0));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	store_option(PG_GETARG_OID(0), "missing_columns", TEXTOID, PG_GETARG_DATUM(1), false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * scd2._registry_store_schema_change(dimension, on_schema_change): what a
+ * load does when the staging table's columns differ from the dimension's
+ * (0.4, load_schema.c): 'ignore', 'fail', 'append_new_columns' or
+ * 'sync_all_columns'.
+ */
+Datum
+scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
+{
+	static const char *const options[] = {"ignore", "fail", "append_new_columns",
+	"sync_all_columns"};
+	char	   *value = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		valid = false;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	for (int i = 0; value != NULL && i < lengthof(options); i++)
+		valid |= strcmp(value, options[i]) == 0;
+	if (!valid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid on_schema_change \"%s\"", value ? value : "NULL"),
+				 errhint("Use 'ignore' (staging columns the dimension lacks are not loaded, and named), 'fail' (any difference refuses the load), 'append_new_columns' (new staging columns are added to the dimension) or 'sync_all_columns' (also widened types widen the dimension).")));
+	require_owner(PG_GETARG_OID(0));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	store_option(PG_GETARG_OID(0), "on_schema_change", TEXTOID, PG_GETARG_DATUM(1), false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * scd2._registry_store_order_free(dimension, order_free) (0.4): an
+ * order-free dimension (load_arrival.c) needs an effective column and
+ * incremental mode (its events carry their own instants), value detection,
+ * and no Type 1 columns (an in-place overwrite depends on which event
+ * arrived last, not on the events).  Checked against the registration
+ * register has just stored.
+ */
+Datum
+scd2_registry_store_order_free(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[2] = {REGCLASSOID, BOOLOID};
+	Datum		values[2];
+	const char *why = NULL;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dimension must not be NULL")));
+	require_owner(PG_GETARG_OID(0));
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (DatumGetBool(values[1]))
+	{
+		scd2_exec_catalog("SELECT d.effective_column IS NULL, d.mode OPERATOR(pg_catalog.<>) 'incremental',"
+						  " pg_catalog.cardinality(d.type1) OPERATOR(pg_catalog.>) 0,"
+						  " d.detect OPERATOR(pg_catalog.<>) 'values',"
+						  " d.on_schema_change IN ('append_new_columns', 'sync_all_columns')"
+						  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
+						  "checking the registration for order_free");
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+				why = "it has no effective_column: its events must carry their own instants";
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+				why = "it is in snapshot mode: an extract is a state now, not a set of events";
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
+				why = "it has Type 1 columns: an in-place overwrite depends on which event arrives last";
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
+				why = "it detects changes by timestamp: every later instant would be a change";
+			/*
+			 * register stores on_schema_change first: a column a load adds
+			 * is filled in place on the current versions, a Type 1 write
+			 */
+			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull)))
+				why = "its on_schema_change adds columns: the load that adds one fills it in place, which depends on which event arrives last";
+		}
+		if (why)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
+					 errdetail("order_free needs an effective column, incremental mode, value detection, no Type 1 columns and on_schema_change 'ignore' or 'fail'; %s.", why),
+					 errhint("Register it without order_free, or with an effective column in incremental mode, no Type 1 columns and on_schema_change 'ignore' or 'fail'.")));
+	}
+	store_option(PG_GETARG_OID(0), "order_free", BOOLOID, values[1], false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * After a load changed a dimension's columns (load_schema.c: a widened
+ * business key): the registered shape is the dimension's again, read from
+ * pg_attribute by the query register uses.  The caller is connected to SPI.
+ */
+void
+scd2_registry_refresh_shape(Oid dim_oid)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+
+	if (scd2_exec_catalog("UPDATE scd2.dimensions d SET " SHAPE_SQL
+						  " WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  1, argtypes, values, NULL, false, SPI_OK_UPDATE,
+						  "storing the dimension's new shape") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry during its load",
+			 scd2_relation_display_name(dim_oid));
+}
+
+/* ---------- reads ---------- */
+
+/*
+ * The registry's shape columns for a SELECT list, or NULLs when the
+ * installed extension's registry predates them (0.1 and 0.2: the library
+ * is updated before ALTER EXTENSION scd2 UPDATE runs).
+ */
+const char *
+scd2_registry_shape_sql(void)
+{
+	if (scd2_installed("dimensions", "shape_columns"))
+		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
+	return "NULL::pg_catalog.text[], NULL::pg_catalog.oid[], NULL::pg_catalog.int4[]";
+}
+
+static List *
+text_array_to_list(Datum arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *out = NIL;
+
+	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
+					  TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			out = lappend(out, TextDatumGetCString(elems[i]));
+	return out;
+}
+
+static char *
+spi_text_or_null(HeapTuple tup, TupleDesc desc, int col)
+{
+	return SPI_getvalue(tup, desc, col);
+}
+
+/* Read the registry row of a dimension, or report it is not registered. */
+Scd2Registration *
+scd2_registry_read(Oid dim_oid, const char *dim_name)
+{
+	Scd2Registration *reg = palloc0(sizeof(Scd2Registration));
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	/*
+	 * detect (0.3), max_close_fraction, missing_columns and
+	 * on_schema_change (0.4) are read
+	 * through to_jsonb: a registry of an older installation, before ALTER
+	 * EXTENSION scd2 UPDATE, has no such column and loads with value
+	 * detection, no close limit, and refuses a staging table that lacks a
+	 * column.  Not read-only: a load that changed the dimension's shape
+	 * (load_schema.c) reads the registration it has just updated.
+	 */
+	rc = SPI_execute_with_args(
+		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
+				 "       type1::pg_catalog.text[], effective_column, delete_column, mode,"
+				 "       valid_from_column, valid_to_column, is_current_column,"
+				 "       surrogate_key_column, current_valid_to, %s,"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'detect', 'values'),"
+				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8),"
+				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error'),"
+				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'on_schema_change',"
+				 "       COALESCE(CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'order_free' AS pg_catalog.bool), false)"
+				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+				 scd2_registry_shape_sql()),
+		1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the registry failed: %s",
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table %s is not a registered scd2 dimension", dim_name),
+				 errhint("Register it first, e.g. SELECT scd2.register('%s', ARRAY['business_key_column']).",
+						 dim_name)));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	reg->business_key = text_array_to_list(SPI_getbinval(tup, desc, 1, &isnull));
+	d = SPI_getbinval(tup, desc, 2, &isnull);
+	reg->tracked_all = isnull;
+	if (!isnull)
+		reg->tracked = text_array_to_list(d);
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	if (!isnull)
+		reg->type1 = text_array_to_list(d);
+	reg->effective_column = spi_text_or_null(tup, desc, 4);
+	reg->delete_column = spi_text_or_null(tup, desc, 5);
+	reg->mode = spi_text_or_null(tup, desc, 6);
+	reg->valid_from = spi_text_or_null(tup, desc, 7);
+	reg->valid_to = spi_text_or_null(tup, desc, 8);
+	reg->is_current = spi_text_or_null(tup, desc, 9);
+	reg->surrogate_key = spi_text_or_null(tup, desc, 10);
+	reg->current_valid_to = spi_text_or_null(tup, desc, 11);
+	reg->shape_columns = SPI_getbinval(tup, desc, 12, &isnull);
+	reg->has_shape = !isnull;
+	if (reg->has_shape)
+	{
+		bool		n2,
+					n3;
+
+		reg->shape_columns = SPI_datumTransfer(reg->shape_columns, false, -1);
+		reg->shape_types = SPI_datumTransfer(SPI_getbinval(tup, desc, 13, &n2), false, -1);
+		reg->shape_typmods = SPI_datumTransfer(SPI_getbinval(tup, desc, 14, &n3), false, -1);
+		reg->has_shape = !n2 && !n3;
+	}
+	reg->detect = spi_text_or_null(tup, desc, 15);
+	d = SPI_getbinval(tup, desc, 16, &isnull);
+	reg->max_close_fraction = isnull ? -1.0 : DatumGetFloat8(d);
+	reg->carry_forward = strcmp(spi_text_or_null(tup, desc, 17), "carry_forward") == 0;
+	/* NULL: a registry before 0.4 (the library is updated first) */
+	reg->on_schema_change = spi_text_or_null(tup, desc, 18);
+	reg->order_free = DatumGetBool(SPI_getbinval(tup, desc, 19, &isnull));
+	return reg;
+}
+
+
+/*
+ * scd2.asof's registry query, prepared once per backend (the plan cache
+ * revalidates it), and again when the registry has gained its shape
+ * columns since (ALTER EXTENSION scd2 UPDATE in this session).
+ */
+static SPIPlanPtr
+asof_registry_plan(void)
+{
+	static SPIPlanPtr registry_plan = NULL;
+	static const char *registry_plan_shape = NULL;	/* its shape columns */
+	Oid			argtypes[1] = {REGCLASSOID};
+	const char *shape_sql = scd2_registry_shape_sql();
+
+	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
+	{
+		SPI_freeplan(registry_plan);
+		registry_plan = NULL;
+	}
+	if (registry_plan == NULL)
+	{
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare(psprintf("SELECT business_key, valid_from_column, valid_to_column,"
+									" surrogate_key_column, %s"
+									" FROM scd2.dimensions"
+									" WHERE dimension OPERATOR(pg_catalog.=) $1",
+									shape_sql),
+						   1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		registry_plan = plan;
+		registry_plan_shape = shape_sql;
+	}
+	return registry_plan;
+}
+
+/*
+ * The registry row scd2.asof needs (business key, validity and surrogate
+ * key column names), copied into cxt; relname names the dimension in the
+ * errors.  The dimension must still have the shape it was registered
+ * with.  Without a row: false with missing_ok (a Citus worker, whose
+ * registry is empty: asof_citus.c), else an error.
+ */
+bool
+scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+						Scd2AsofRegistration *out, bool missing_ok)
+{
+	Datum		values[1];
+	int			ret;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	Datum	   *names;
+	int			nnames;
+	MemoryContext oldcxt;
+
+	values[0] = ObjectIdGetDatum(relid);
+	memset(out, 0, sizeof(*out));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_plan(asof_registry_plan(), values, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan returned %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0 && missing_ok)
+	{
+		SPI_finish();
+		return false;
+	}
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" is not a registered scd2 dimension", relname),
+				 errhint("Register it with scd2.register(...).")));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	/* the dimension must still have the shape it was registered with */
+	{
+		bool		n1,
+					n2,
+					n3;
+		Datum		cols = SPI_getbinval(tup, desc, 5, &n1);
+		Datum		types = SPI_getbinval(tup, desc, 6, &n2);
+		Datum		typmods = SPI_getbinval(tup, desc, 7, &n3);
+
+		if (!n1 && !n2 && !n3)
+			scd2_check_registered_shape(relid, relname, cols, types, typmods);
+	}
+
+	/* copy what the caller keeps into cxt */
+	oldcxt = MemoryContextSwitchTo(cxt);
+
+	d = SPI_getbinval(tup, desc, 1, &isnull);
+	Assert(!isnull);
+	deconstruct_array(DatumGetArrayTypeP(d), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &names, NULL, &nnames);
+	if (nnames < 1 || nnames >= INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dimension \"%s\" has an invalid business key in scd2.dimensions", relname),
+				 errhint("Run scd2.register again to update the registration.")));
+	out->nkeys = nnames;
+	out->keys = palloc0(sizeof(char *) * nnames);
+	for (int i = 0; i < nnames; i++)
+		out->keys[i] = pstrdup(NameStr(*DatumGetName(names[i])));
+
+	out->valid_from = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 2, &isnull))));
+	out->valid_to = pstrdup(NameStr(*DatumGetName(SPI_getbinval(tup, desc, 3, &isnull))));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+		out->surrogate_key = pstrdup(NameStr(*DatumGetName(d)));
+
+	MemoryContextSwitchTo(oldcxt);
+	SPI_finish();
+	return true;
+}
+
+/* Registered dimensions in a stable order (schema, then table name). */
+Scd2Target *
+scd2_registry_targets(int *ntargets)
+{
+	int			pin = scd2_pin_search_path();
+	Scd2Target	   *targets;
+	int			rc;
+
+	rc = SPI_execute("SELECT d.dimension::pg_catalog.oid, d.staging::pg_catalog.oid,"
+					 " pg_catalog.format('%I.%I', n.nspname, c.relname),"
+					 " (SELECT pg_catalog.format('%I.%I', sn.nspname, s.relname)"
+					 "    FROM pg_catalog.pg_class s"
+					 "    JOIN pg_catalog.pg_namespace sn ON sn.oid OPERATOR(pg_catalog.=) s.relnamespace"
+					 "   WHERE s.oid OPERATOR(pg_catalog.=) d.staging)"
+					 " FROM scd2.dimensions d"
+					 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.dimension"
+					 " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+					 " ORDER BY n.nspname, c.relname",
+					 true, 0);
+	scd2_unpin(pin);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "scd2: reading the registry failed: %s", SPI_result_code_string(rc));
+
+	*ntargets = (int) SPI_processed;
+	targets = palloc0(sizeof(Scd2Target) * Max(*ntargets, 1));
+	for (int i = 0; i < *ntargets; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		targets[i].dim_oid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		targets[i].stg_oid = isnull ? InvalidOid : DatumGetObjectId(d);
+		targets[i].dim_name = SPI_getvalue(tup, desc, 3);
+		targets[i].stg_name = SPI_getvalue(tup, desc, 4);
+		if (targets[i].stg_name == NULL)
+			targets[i].stg_oid = InvalidOid;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return targets;
+}
+
+/*
+ * The registered shape (scd2.dimensions.shape_*: the business key,
+ * validity, is_current and surrogate key columns with the types they had
+ * when the dimension was registered) must still be the dimension's: a
+ * column dropped, or retyped (valid_to turned into a date, the key into
+ * text, ...), makes loads and scd2.asof refuse until the dimension is
+ * registered again -- register checks the new shape and rebuilds the
+ * indexes.  columns is text[], types oid[] (NULL: the column was missing
+ * already), typmods int4[].
+ */
+void
+scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
+							Datum types, Datum typmods)
+{
+	Datum	   *names;
+	Datum	   *typs;
+	Datum	   *mods;
+	bool	   *namenulls;
+	bool	   *typnulls;
+	bool	   *modnulls;
+	int			n,
+				ntyp,
+				nmod;
+
+	deconstruct_array(DatumGetArrayTypeP(columns), TEXTOID, -1, false, TYPALIGN_INT,
+					  &names, &namenulls, &n);
+	deconstruct_array(DatumGetArrayTypeP(types), OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+					  &typs, &typnulls, &ntyp);
+	deconstruct_array(DatumGetArrayTypeP(typmods), INT4OID, sizeof(int32), true, TYPALIGN_INT,
+					  &mods, &modnulls, &nmod);
+	if (ntyp != n || nmod != n)
+		elog(ERROR, "scd2: the registered shape of %s is inconsistent", dim_name);
+
+	for (int i = 0; i < n; i++)
+	{
+		char	   *name;
+		AttrNumber	attnum;
+		Oid			typid;
+		int32		typmod;
+		Oid			collid;
+
+		if (namenulls[i])
+			continue;
+		name = TextDatumGetCString(names[i]);
+		attnum = get_attnum(relid, name);
+		if (attnum == InvalidAttrNumber || attnum < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dimension %s has changed since it was registered", dim_name),
+					 errdetail("Column \"%s\", part of its registration, no longer exists.", name),
+					 errhint("Register the dimension again with scd2.register(), which checks its new shape.")));
+		if (typnulls[i] || modnulls[i])
+			continue;			/* missing when registered: nothing to compare */
+		get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+		if (typid != DatumGetObjectId(typs[i]) || typmod != DatumGetInt32(mods[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dimension %s has changed since it was registered", dim_name),
+					 errdetail("Column \"%s\" had type %s when the dimension was registered and has type %s now.",
+							   name,
+							   format_type_extended(DatumGetObjectId(typs[i]), DatumGetInt32(mods[i]),
+													FORMAT_TYPE_TYPEMOD_GIVEN),
+							   format_type_extended(typid, typmod, FORMAT_TYPE_TYPEMOD_GIVEN)),
+					 errhint("Register the dimension again with scd2.register(), which checks its new shape.")));
+	}
+}

@@ -1,0 +1,79 @@
+/*
+ * catalog/registry.h -- what the catalog folder offers the others: a
+ * dimension's registration (every read and write of scd2.dimensions is in
+ * dimensions.c), its resolved configuration (config.c), the checks every
+ * entry point makes before it touches a dimension (guard.c) and the
+ * caller's and owner's privileges (access.c).
+ */
+#ifndef SCD2_CATALOG_REGISTRY_H
+#define SCD2_CATALOG_REGISTRY_H
+
+#include "scd2.h"
+
+/* dimensions.c */
+/* The registry row, as text. */
+typedef struct Scd2Registration
+{
+	List	   *business_key;
+	List	   *tracked;		/* NIL with tracked_all */
+	bool		tracked_all;
+	List	   *type1;
+	char	   *effective_column;
+	char	   *delete_column;
+	char	   *mode;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *is_current;
+	char	   *surrogate_key;
+	char	   *current_valid_to;
+	bool		has_shape;
+	Datum		shape_columns;	/* text[], oid[], int4[] */
+	Datum		shape_types;
+	Datum		shape_typmods;
+	char	   *detect;
+	double		max_close_fraction; /* < 0: no limit */
+	bool		carry_forward;	/* missing_columns = 'carry_forward' */
+	char	   *on_schema_change;	/* ignore, fail, append_new_columns,
+									 * sync_all_columns; NULL before 0.4 */
+	bool		order_free;		/* order_free (0.4) */
+} Scd2Registration;
+
+/* What scd2.asof reads of a registration. */
+typedef struct Scd2AsofRegistration
+{
+	char	  **keys;			/* business key column names */
+	int			nkeys;
+	char	   *valid_from;
+	char	   *valid_to;
+	char	   *surrogate_key;	/* NULL: none registered */
+} Scd2AsofRegistration;
+
+/* One registered dimension, as read before the first load. */
+typedef struct Scd2Target
+{
+	Oid			dim_oid;
+	Oid			stg_oid;		/* InvalidOid: no default staging table */
+	char	   *dim_name;		/* qualified, quoted as in the audit log */
+	char	   *stg_name;
+} Scd2Target;
+
+extern const char *scd2_registry_shape_sql(void);
+extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
+extern bool scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
+									Scd2AsofRegistration *out, bool missing_ok);
+extern Scd2Target *scd2_registry_targets(int *ntargets);
+extern void scd2_registry_refresh_shape(Oid dim_oid);
+extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
+										Datum types, Datum typmods);
+
+/* config.c */
+extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
+
+/* guard.c, access.c: what every entry point refuses before it reads or writes */
+extern void scd2_refuse_row_security(Oid relid, Oid owner, const char *relkind_word,
+									 const char *entry);
+extern void scd2_require_registered_shape(Oid dim_oid, const char *dim_name, bool missing_ok);
+extern Oid	scd2_relation_owner(Oid relid);
+extern void scd2_check_relkind(Oid relid, bool dimension);
+
+#endif							/* SCD2_CATALOG_REGISTRY_H */

@@ -1,0 +1,122 @@
+/*
+ * history/history.h -- what the history folder offers the load: the audit
+ * row and the metrics NOTICE (audit.c), the change log's format and its
+ * writes as the extension owner (changelog.c), and the arrival memory of
+ * order-free dimensions (arrival_memory.c; docs/SEMANTICS.md, "Arrival
+ * order", has the rules).
+ */
+#ifndef SCD2_HISTORY_H
+#define SCD2_HISTORY_H
+
+#include "scd2.h"
+
+#include "datatype/timestamp.h"
+
+/*
+ * The memory's work tables, created and owned by the extension owner (as
+ * the change log's LOG_TABLE is): the dimension's owner fills KEYS and
+ * REMEMBER (INSERT granted), the extension owner fills RECALLED (SELECT
+ * granted) and copies REMEMBER into scd2.arrival_memory.
+ *   keys      business_key jsonb, since timestamptz: the staged keys and
+ *             their earliest staged instant (encoded as the change log
+ *             keeps validity values)
+ *   recalled  business_key, effective, present, state: the remembered
+ *             events of those keys from their earliest staged instant on
+ *   remember  the same columns: what the load remembers instead
+ */
+#define ARR_KEYS_TABLE		"pg_temp.\"scd2 work: arrival keys\""
+#define ARR_RECALLED_TABLE	"pg_temp.\"scd2 work: arrival recalled\""
+#define ARR_REMEMBER_TABLE	"pg_temp.\"scd2 work: arrival remember\""
+/*
+ * The no-op observations remembered as versions (rows of surrogate keys):
+ *   versions  sk, since: the staged keys' versions that may have been
+ *             observed from their key's earliest staged instant on (the
+ *             dimension's owner fills it)
+ *   observed  sk, effective, tid: the live observations of those versions
+ *             and the memory row of each (the extension owner)
+ *   states    sk, effective, business_key, state: each observation's key
+ *             and state, in the memory's form (the dimension's owner)
+ */
+#define ARR_VERSIONS_TABLE	"pg_temp.\"scd2 work: arrival versions\""
+#define ARR_OBSERVED_TABLE	"pg_temp.\"scd2 work: arrival observed\""
+#define ARR_STATES_TABLE	"pg_temp.\"scd2 work: arrival states\""
+
+/* The most surrogate keys in one row of versions (arrival_memory.c). */
+#define ARRIVAL_VERSIONS_PER_ROW	8192
+
+/*
+ * The no-op observations of a version an order-free load's fast path made
+ * (classify_copies.c): the instant and the version's surrogate key of
+ * each, in the load's memory context; arrival_memory.c stores them as
+ * scd2.arrival_memory rows of surrogate keys.
+ */
+typedef struct ArrivalObserved
+{
+	MemoryContext cxt;
+	int64		remembered;		/* the events to remember it wrote as change
+								 * rows (remember copies) instead */
+	int64		n;
+	int64		cap;
+	TimestampTz *at;
+	int64	   *sk;
+} ArrivalObserved;
+
+/* arrival_memory.c (as the extension owner) */
+extern void scd2_arrival_memory_prepare_store(void);
+extern void scd2_arrival_memory_prepare_recall(void);
+extern bool scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since);
+extern bool scd2_arrival_memory_has_versions(Oid dim_oid, TimestampTz since);
+extern void scd2_arrival_memory_recall(Oid dim_oid);
+extern uint64 scd2_arrival_memory_recall_versions(Oid dim_oid);
+extern void scd2_arrival_memory_recall_observed(void);
+extern void scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled);
+extern void scd2_arrival_memory_store_observed(Oid dim_oid, int64 run_id,
+											   const ArrivalObserved *obs);
+extern void scd2_arrival_memory_drop(void);
+extern void scd2_arrival_memory_undo(Oid dim_oid, int64 run_id);
+
+
+/* audit.c */
+extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
+							  const char *status, TimestampTz effective_at,
+							  TimestampTz started_at, const Scd2Metrics *m,
+							  const char *message);
+extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
+								bool dry_run);
+
+/* A column named by a run's change log, found in the dimension. */
+typedef struct Scd2LoggedColumn
+{
+	char	   *name;
+	char	   *ident;
+	Oid			typid;
+	char	   *type_sql;		/* its type, qualified, with typmod */
+	char	   *def;			/* "ident type COLLATE x" for jsonb_to_record */
+	char	   *eqop_sql;		/* OPERATOR(schema.=), or NULL */
+} Scd2LoggedColumn;
+
+/* changelog.c */
+extern void scd2_pin_text_forms(void);
+extern bool scd2_changelog_prepare(bool dry_run);
+extern char *scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written);
+extern char *scd2_changelog_sql_first_load(const Scd2Config *cfg);
+extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared, bool keys_later);
+extern void scd2_changelog_work_table(Oid role);
+extern void scd2_changelog_copy_work_rows(int64 run_id);
+extern bool scd2_changelog_compact_first_load(void);
+extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inserted);
+extern bool scd2_changelog_batch_installed(void);
+extern int64 scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arrays);
+extern char *scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols,
+										   const char *alias, bool text);
+extern char *scd2_changelog_sql_inserted_keys(const Scd2Config *cfg, const char *chg);
+extern void scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 expected);
+extern char *scd2_changelog_key_json_sql(const Scd2LoggedColumn *keys, int nkeys, const char *alias);
+extern char *scd2_changelog_encode_sql(Oid typid, const char *expr);
+extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
+extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
+												int64 run_id, const char *dim_name, int *n);
+extern int64 scd2_changelog_claim_run_id(const char *dim_name);
+extern int64 scd2_changelog_reserved_run_id(void);
+
+#endif							/* SCD2_HISTORY_H */

@@ -1,0 +1,120 @@
+/*
+ * revert.h -- what the files of scd2.revert share (fn_revert.c, revert_run.c),
+ * and scd2.rewind (fn_rewind.c), which undoes runs with revert's code.
+ */
+#ifndef SCD2_REVERT_H
+#define SCD2_REVERT_H
+
+#include "scd2.h"
+
+#include "history/history.h"
+
+/* A run as the change log and the audit log know it. */
+typedef struct Run
+{
+	int64		run_id;
+	char	   *status;
+	char	   *dim_text;		/* the audit row's dimension */
+	char	   *stg_text;
+	bool		has_eff;
+	TimestampTz effective_at;
+	bool		has_header;
+	Oid			dim_oid;
+	Datum		key_columns;	/* name[] */
+	Datum		bookkeeping;	/* name[]: valid_from, valid_to */
+	Datum		is_current;		/* name[]: is_current column, or empty */
+	Datum		surrogate_key;	/* name[]: surrogate key column, or empty */
+	Datum		type1_columns;	/* name[] */
+	bool		logged;
+	char	   *pruned_at;
+	char	   *reverted_by;
+	char	   *current_valid_to;	/* the registration's, as text */
+	char	   *dropped_at;		/* when its dimension was dropped (0.4), or NULL */
+	bool		old_type1_text; /* old_type1 holds text forms (0.4), else jsonb values */
+	int64		first_load_rows;	/* a first load logged compactly (0.4): the rows it
+									 * inserted, every row of the dimension right after it;
+									 * -1: its rows are in scd2.change_log */
+	bool		batch;			/* logged by surrogate keys (0.4,
+								 * changelog_batch.c) */
+} Run;
+
+/* What revert reads of a run's change log, as arrays. */
+typedef struct Logged
+{
+	int64		ninserted;
+	Datum		ins_keys;		/* jsonb[] */
+	Datum		ins_vf;			/* timestamptz[] */
+	int64		nupdated;
+	Datum		upd_keys;
+	Datum		upd_vf;
+	Datum		upd_vt;			/* old valid_to */
+	Datum		upd_cur;		/* old is_current */
+	Datum		upd_type1;		/* old Type 1 values, jsonb */
+	int64		nrows;			/* every row: */
+	Datum		all_keys;
+	Datum		all_vf;
+	Datum		all_vt;			/* valid_to as the run left it (NULL: current) */
+	/* an order-free run's 'extend' and 'remove' rows (0.4's old_row) */
+	int64		nmoved;			/* extended rows: deleted, then written back */
+	Datum		mv_keys;
+	Datum		mv_vf;			/* valid_from as the run left it */
+	int64		nrestored;		/* extended and removed rows written back */
+	Datum		rs_rows;		/* jsonb[]: each row's columns as text forms */
+} Logged;
+
+/* revert_run.c */
+extern void scd2_revert_read_run(int64 run_id, bool read_only, Run *run);
+extern void scd2_revert_require_change_log(const Run *run);
+extern void scd2_revert_require_revertible(const Run *run);
+extern char *scd2_revert_later_runs(const Run *run);
+extern void scd2_revert_require_fresh(const Run *run, const char *dim_name);
+extern char *scd2_revert_registration(const Run *run, const char *dim_name);
+extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
+
+/*
+ * SQL: whether run r of scd2.change_log_runs is a first load logged by its
+ * header alone (first_load_rows, 0.4 on: read through to_jsonb).
+ */
+#define SCD2_RUN_COMPACT_SQL(r) \
+	"(pg_catalog.to_jsonb(" r ") OPERATOR(pg_catalog.->>) 'first_load_rows') IS NOT NULL"
+
+/* changelog_compact.c */
+extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
+										 const Scd2LoggedColumn *keys, int nkeys,
+										 const Scd2LoggedColumn *book, const Scd2LoggedColumn *sk,
+										 int nsk);
+
+/* changelog_batch.c: a batch logged by surrogate keys (its arrays) */
+typedef struct Scd2BatchLog
+{
+	int64		n;				/* rows the run wrote */
+	Datum		arrays[5];		/* surrogate keys, actions, valid_to; with
+								 * pinned, business keys and valid_from */
+	bool		pinned;			/* a later order-free load moved or removed
+								 * some of its rows: their business keys and
+								 * valid_from are in the batch (NULL at the
+								 * other rows' places) */
+} Scd2BatchLog;
+
+extern const Oid scd2_batch_argtypes[5];
+extern bool scd2_batch_read(int64 run_id, Scd2BatchLog *b);
+extern char *scd2_batch_rows_sql(const Run *run, const char *dim_name, bool type1_images,
+								 const Scd2BatchLog *b);
+extern void scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found,
+									const Scd2BatchLog *b);
+extern void scd2_batch_require_unmoved(const Run *run, const char *dim_name, const Scd2BatchLog *b);
+/* scd2_batch_collect's arrays: run, key, valid_from, inserted, old_valid_to, old_is_current */
+#define SCD2_BATCH_UNDO_COLS 6
+extern void scd2_batch_collect(Datum run_ids, const char *dim_name, bool inserted_only,
+							   Datum *arrays);
+extern uint64 scd2_batch_exec(const Run *run, const char *dim_name, const char *sql,
+							  const Scd2BatchLog *b, bool read_only, int expected,
+							  const char *what);
+
+/* fn_revert.c: one run's undo, for scd2.rewind */
+extern void scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted,
+							 int64 *restored);
+extern void scd2_revert_check_privileges(Oid dim_oid, const char *dim_name);
+extern void scd2_revert_mark_reverted(int64 run_id, int64 revert_id);
+
+#endif							/* SCD2_REVERT_H */

@@ -1,0 +1,115 @@
+/*
+ * load.h -- what the files of one load share (load.c drives the steps;
+ * docs/ARCHITECTURE.md has the map).  Every statement a step generates
+ * takes the resolved configuration and the work tables' names
+ * (worktable.h).
+ */
+#ifndef SCD2_LOAD_H
+#define SCD2_LOAD_H
+
+#include "scd2.h"
+
+#include "utils/tuplestore.h"
+
+#include "common/common.h"
+#include "history/history.h"
+#include "load/runner.h"
+
+/* What classification counted, for the metrics (step 4). */
+typedef struct Scd2ClassifyCounts
+{
+	int64		distinct;		/* distinct staged rows of complex keys */
+	int64		kept;			/* kept staged rows */
+	int64		y_applied;		/* rows whose last staged row carried a
+								 * Type 1 overwrite */
+	int64		complex_rows;	/* staging rows of complex keys */
+} Scd2ClassifyCounts;
+
+/* load_progress.c: a running load's phase, in pg_stat_activity */
+typedef enum Scd2ProgressPhase
+{
+	SCD2_PROGRESS_VALIDATING,
+	SCD2_PROGRESS_CLASSIFYING,
+	SCD2_PROGRESS_CHANGE_LOG,
+	SCD2_PROGRESS_WRITING,
+	SCD2_PROGRESS_FIRST_LOAD,
+	SCD2_PROGRESS_FEED,
+	SCD2_PROGRESS_PHASES		/* how many */
+} Scd2ProgressPhase;
+extern void scd2_progress_begin(const Scd2Config *cfg, Oid dim_oid, Oid stg_oid);
+extern void scd2_progress_phase(Scd2ProgressPhase phase, int64 rows_done, int64 rows_total,
+								int64 changes_done, int64 changes_total);
+extern void scd2_progress_end(void);
+
+/* load_access.c */
+extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
+								  Oid roleid, bool as_owner);
+
+/* load_validate.c */
+extern int64 scd2_validate_staging(LoadState *st, bool *several);
+extern void scd2_check_before_current_valid_to(LoadState *st);
+
+/* load_convert.c */
+extern void scd2_check_conversions(LoadState *st);
+
+/* load_classify.c */
+extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
+extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *obs);
+
+/* classify_copies.c (as the dimension's owner, in the fast path's statement) */
+extern struct _DestReceiver *scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq,
+												  struct ArrivalObserved *obs, int64 *complex_rows);
+
+/* load_timeline.c */
+extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
+									   int64 *y_applied, int64 *complex_rows);
+
+/* load_schema.c: register's on_schema_change */
+extern List *scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc);
+extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
+extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
+/* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
+extern void scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
+extern void scd2_arrival_draw_keys(LoadState *st);
+extern void scd2_arrival_finish(LoadState *st, bool dry_run);
+
+/* load_citus.c */
+extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
+extern void scd2_citus_fill_images(LoadState *st);
+extern bool scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed);
+
+/* load_first.c */
+extern bool scd2_first_load_applies(LoadState *st, bool dry_run, bool several);
+extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store,
+							TupleDesc desc);
+
+/* load_write.c */
+/* changelog_batch.c */
+extern Oid	scd2_batch_sequence(const LoadState *st, bool dry_run);
+extern bool scd2_load_record_batch_log(LoadState *st);
+extern void scd2_batch_pin_moved(LoadState *st);
+
+extern bool scd2_write_dimension(LoadState *st, int64 total_changes,
+								 Tuplestorestate *store, TupleDesc desc);
+SCD2_NORETURN_PRE extern void scd2_report_unexpected_writes(const Scd2Config *cfg, int64 written,
+													 int64 total_changes,
+													 const char *parts) SCD2_NORETURN_POST;
+extern int64 scd2_count_changes(LoadState *st, const Scd2ClassifyCounts *cc, Scd2Metrics *m);
+extern void scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store,
+						   TupleDesc desc);
+
+
+/* load.c */
+extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
+extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
+
+/* txn.c */
+extern bool scd2_call_is_nonatomic(FunctionCallInfo fcinfo);
+extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg,
+									  const char *dim_name, const char *stg_name,
+									  TimestampTz effective_at, TimestampTz started_at);
+
+/* load_schema.c: what the last load noted about the staging table's shape */
+extern const char *scd2_schema_note(const char *dim_name);
+
+#endif							/* SCD2_LOAD_H */
