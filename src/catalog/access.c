@@ -16,7 +16,6 @@
 
 #include "catalog/registry.h"
 #include "common/common.h"
-#include "load/steps.h"
 
 /*
  * The privileges a load needs, held by role: SELECT on the staging table,

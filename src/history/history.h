@@ -24,6 +24,34 @@
  *             events of those keys from their earliest staged instant on
  *   remember  the same columns: what the load remembers instead
  */
+/*
+ * The change log's rows of one load, computed as the dimension's owner and
+ * copied into scd2.change_log as the extension owner (changelog.c), who
+ * creates and owns this table.
+ */
+#define LOG_TABLE	"pg_temp.\"scd2 work: log\""
+
+/*
+ * What a change row does (the load's change table's `_action, which its MERGE
+ * acts on) and what the change log records (scd2.change_log.action).
+ */
+#define WT_ACT_INSERT		"'insert'"		/* first version of a new key */
+#define WT_ACT_NEW_VERSION	"'new_version'"	/* a later version */
+#define WT_ACT_CLOSE		"'close'"		/* end the version (a change follows) */
+#define WT_ACT_DELETE		"'delete'"		/* end the version (deleted key) */
+#define WT_ACT_SHORTEN		"'shorten'"		/* end an existing version earlier */
+#define WT_ACT_TYPE1		"'type1'"		/* overwrite the Type 1 columns only */
+#define WT_ACT_EXTEND		"'extend'"		/* order-free: a version's range grows
+											 * (valid_from earlier, or valid_to later) */
+#define WT_ACT_REMOVE		"'remove'"		/* order-free: a superseded version goes */
+#define WT_ACT_COMPLEX		"'complex'"		/* placeholder: the key goes the
+											 * general way (never written) */
+#define WT_ACT_REMEMBER		"'remember'"	/* placeholder, order-free: an
+											 * event to remember (never
+											 * written; load_arrival.c moves
+											 * it to the memory) */
+
+
 #define ARR_KEYS_TABLE		"pg_temp.\"scd2 work: arrival keys\""
 #define ARR_RECALLED_TABLE	"pg_temp.\"scd2 work: arrival recalled\""
 #define ARR_REMEMBER_TABLE	"pg_temp.\"scd2 work: arrival remember\""
@@ -80,9 +108,9 @@ extern void scd2_arrival_memory_undo(Oid dim_oid, int64 run_id);
 extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
 							  const char *status, TimestampTz effective_at,
 							  TimestampTz started_at, const Scd2Metrics *m,
-							  const char *message);
+							  const char *message, const char *schema_note);
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
-								bool dry_run);
+								bool dry_run, const char *schema_note);
 
 /* A column named by a run's change log, found in the dimension. */
 typedef struct Scd2LoggedColumn
@@ -118,5 +146,8 @@ extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum 
 												int64 run_id, const char *dim_name, int *n);
 extern int64 scd2_changelog_claim_run_id(const char *dim_name);
 extern int64 scd2_changelog_reserved_run_id(void);
+
+/* batch_read.c: a batch's action codes ("char") to change-log actions, or back */
+extern char *scd2_batch_action_case_sql(const char *expr, bool to_code);
 
 #endif							/* SCD2_HISTORY_H */

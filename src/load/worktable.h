@@ -6,6 +6,8 @@
 
 #include "scd2.h"
 
+#include "history/history.h"
+
 #include "lib/stringinfo.h"
 
 /*
@@ -23,12 +25,6 @@
 /* On Citus (load_citus.c): local copies of what the load reads. */
 #define DIM_IMAGE	"pg_temp.\"scd2 work: dimension\""
 #define STG_IMAGE	"pg_temp.\"scd2 work: staging\""
-/*
- * The change log's rows of one load, computed as the dimension's owner and
- * copied into scd2.change_log as the extension owner (changelog.c), who
- * creates and owns this table.
- */
-#define LOG_TABLE	"pg_temp.\"scd2 work: log\""
 
 /*
  * The work tables' own columns, declared once (worktable.c): each table's
@@ -86,22 +82,7 @@ extern const WorkTable scd2_wt_keys;
 extern const WorkTable scd2_wt_changes;
 extern const WorkTable scd2_wt_points;
 
-/* `_action of a change row: what the MERGE does with it. */
-#define WT_ACT_INSERT		"'insert'"		/* first version of a new key */
-#define WT_ACT_NEW_VERSION	"'new_version'"	/* a later version */
-#define WT_ACT_CLOSE		"'close'"		/* end the version (a change follows) */
-#define WT_ACT_DELETE		"'delete'"		/* end the version (deleted key) */
-#define WT_ACT_SHORTEN		"'shorten'"		/* end an existing version earlier */
-#define WT_ACT_TYPE1		"'type1'"		/* overwrite the Type 1 columns only */
-#define WT_ACT_EXTEND		"'extend'"		/* order-free: a version's range grows
-											 * (valid_from earlier, or valid_to later) */
-#define WT_ACT_REMOVE		"'remove'"		/* order-free: a superseded version goes */
-#define WT_ACT_COMPLEX		"'complex'"		/* placeholder: the key goes the
-											 * general way (never written) */
-#define WT_ACT_REMEMBER		"'remember'"	/* placeholder, order-free: an
-											 * event to remember (never
-											 * written; load_arrival.c moves
-											 * it to the memory) */
+/* `_action of a change row: the change log's actions, WT_ACT_* (history.h). */
 
 /*
  * `_cls of a staging row on the fast path (load_classify.c): an int4, which
