@@ -155,6 +155,9 @@ typedef struct Scd2LoadResult
 	struct TupleDescData *feed_desc;
 	char	   *dim_name;
 	char	   *stg_name;
+	char	   *schema_note;	/* what the load did about the staging table's
+								 * shape (schema.c), for the NOTICE and audit
+								 * row; NULL: nothing to say */
 } Scd2LoadResult;
 
 /*

@@ -203,7 +203,7 @@ describe_list(List *names, TupleDesc dim, const char *role, const char *dim_name
  * load's conventions; returns the names no payload column may have.
  */
 static List *
-resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
+resolve_bookkeeping(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim)
 {
 	List	   *excluded;
 
@@ -239,7 +239,7 @@ resolve_bookkeeping(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim)
 
 /* Business key: must be comparable with = and indexable. */
 static void
-resolve_keys(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg)
+resolve_keys(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim, TupleDesc stg)
 {
 	cfg->keys = describe_list(reg->business_key, dim, "a business key column", cfg->dim_name, &cfg->nkeys);
 	for (int i = 0; i < cfg->nkeys; i++)
@@ -256,7 +256,7 @@ resolve_keys(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc st
 
 /* The staging table's effective column: its type, and whether it converts exactly. */
 static void
-resolve_effective(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
+resolve_effective(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 {
 	Form_pg_attribute att = find_attribute(stg, reg->effective_column);
 	Oid			srctype;
@@ -295,7 +295,7 @@ resolve_effective(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
 
 /* The staging table's delete marker: a boolean column. */
 static void
-resolve_delete(Scd2Config *cfg, Scd2Registration *reg, TupleDesc stg)
+resolve_delete(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 {
 	Form_pg_attribute att = find_attribute(stg, reg->delete_column);
 
@@ -386,7 +386,7 @@ refuse_missing_columns(const Scd2Config *cfg, List *missing)
  * which is then neither compared nor overwritten).
  */
 static void
-resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
+resolve_payload(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim, TupleDesc stg,
 				List *excluded)
 {
 	List	   *tracked;
@@ -462,14 +462,36 @@ resolve_payload(Scd2Config *cfg, Scd2Registration *reg, TupleDesc dim, TupleDesc
 }
 
 /*
- * Resolve a registered dimension against a staging table for one load.
- * The caller holds a lock on the dimension.
+ * The registration of a load of dimension dim_oid (display name dim_name)
+ * from stg_oid, read once per load, with its registered shape checked; the
+ * caller holds a lock on the dimension.
+ */
+Scd2Registration *
+scd2_load_registration(Oid dim_oid, Oid stg_oid, const char *dim_name)
+{
+	Scd2Registration *reg = scd2_registry_read(dim_oid, dim_name);
+
+	if (stg_oid == dim_oid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("staging table cannot be the dimension itself"),
+				 errdetail("Both arguments name %s.", dim_name),
+				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
+	if (reg->has_shape)
+		scd2_check_registered_shape(dim_oid, dim_name, reg->shape_columns,
+									reg->shape_types, reg->shape_typmods);
+	return reg;
+}
+
+/*
+ * Resolve a registered dimension (its registration from
+ * scd2_load_registration) against a staging table for one load.  The
+ * caller holds a lock on the dimension.
  */
 Scd2Config *
-scd2_load_config(Oid dim_oid, Oid stg_oid)
+scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg)
 {
 	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
-	Scd2Registration *reg;
 	Relation	dimrel;
 	Relation	stgrel;
 	TupleDesc	dim;
@@ -480,21 +502,9 @@ scd2_load_config(Oid dim_oid, Oid stg_oid)
 	cfg->stg_oid = stg_oid;
 	cfg->dim_name = scd2_relation_display_name(dim_oid);
 	cfg->stg_name = scd2_relation_display_name(stg_oid);
-	cfg->dim_sql = scd2_relation_display_name(dim_oid);
-	cfg->stg_sql = scd2_relation_display_name(stg_oid);
-
-	reg = scd2_registry_read(dim_oid, cfg->dim_name);
-
-	if (stg_oid == dim_oid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("staging table cannot be the dimension itself"),
-				 errdetail("Both arguments name %s.", cfg->dim_name),
-				 errhint("Load the changes into a separate staging table and pass that as the first argument.")));
-
-	if (reg->has_shape)
-		scd2_check_registered_shape(dim_oid, cfg->dim_name, reg->shape_columns,
-									reg->shape_types, reg->shape_typmods);
+	/* the tables the load's SQL reads: these, or on Citus their images */
+	cfg->dim_sql = cfg->dim_name;
+	cfg->stg_sql = cfg->stg_name;
 
 	dimrel = table_open(dim_oid, AccessShareLock);
 	stgrel = table_open(stg_oid, AccessShareLock);

@@ -67,7 +67,8 @@ extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum c
 										Datum types, Datum typmods);
 
 /* config.c */
-extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid);
+extern Scd2Registration *scd2_load_registration(Oid dim_oid, Oid stg_oid, const char *dim_name);
+extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg);
 
 /* guard.c, access.c: what every entry point refuses before it reads or writes */
 extern void scd2_refuse_row_security(Oid relid, Oid owner, const char *relkind_word,
@@ -75,5 +76,9 @@ extern void scd2_refuse_row_security(Oid relid, Oid owner, const char *relkind_w
 extern void scd2_require_registered_shape(Oid dim_oid, const char *dim_name, bool missing_ok);
 extern Oid	scd2_relation_owner(Oid relid);
 extern void scd2_check_relkind(Oid relid, bool dimension);
+
+/* access.c: the privileges a load needs, of the caller or the owner */
+extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
+								  Oid roleid, bool as_owner);
 
 #endif							/* SCD2_CATALOG_REGISTRY_H */

@@ -62,14 +62,12 @@ add_arg(AuditRow *row, const char *column, Oid type, Datum value, bool isnull)
 int64
 scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 				 TimestampTz effective_at, TimestampTz started_at,
-				 const Scd2Metrics *m, const char *message)
+				 const Scd2Metrics *m, const char *message, const char *schema_note)
 {
 	AuditRow	row;
 	char	   *username = GetUserNameFromId(GetUserId(), false);
 	/* a load's run id reserved by its change log (changelog.c), or 0 */
 	int64		reserved = strcmp(status, "success") == 0 ? scd2_changelog_claim_run_id(dim_name) : 0;
-	const char *note = strcmp(status, "success") == 0 || strcmp(status, "dry_run") == 0 ?
-		scd2_schema_note(dim_name) : NULL;
 
 	memset(&row, 0, sizeof(row));
 	initStringInfo(&row.columns);
@@ -88,9 +86,9 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 			message == NULL);
 	if (reserved != 0)
 		add_arg(&row, "run_id", INT8OID, Int64GetDatum(reserved), false);
-	/* what the load did about the staging table's shape (load_schema.c; 0.4) */
-	if (note != NULL)
-		add_arg(&row, "schema_change", TEXTOID, CStringGetTextDatum(note), false);
+	/* what the load did about the staging table's shape (load/schema.c; 0.4) */
+	if (schema_note != NULL)
+		add_arg(&row, "schema_change", TEXTOID, CStringGetTextDatum(schema_note), false);
 
 	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.audit_log (%s)%s VALUES (%s) RETURNING run_id",
 								   row.columns.data,
@@ -108,15 +106,15 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 
 /* The one-line summary a CALL prints. */
 void
-scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m, bool dry_run)
+scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m, bool dry_run,
+					const char *schema_note)
 {
 	StringInfoData buf;
-	const char *note = scd2_schema_note(dim_name);
 
 	initStringInfo(&buf);
 	SCD2_METRICS(NOTICE_METRIC)
 	/* a staging column that is not loaded is never passed over in silence */
 	ereport(NOTICE,
 			(errmsg("scd2: %s%s: %s%s%s", dim_name, dry_run ? " (dry run)" : "", buf.data,
-					note ? "; " : "", note ? note : "")));
+					schema_note ? "; " : "", schema_note ? schema_note : "")));
 }

@@ -771,7 +771,8 @@ scd2_revert(PG_FUNCTION_ARGS)
 	revert_id = scd2_audit_write(dim_name, run.stg_text, "revert",
 								 run.has_eff ? run.effective_at : started_at, started_at, &none,
 								 psprintf("reverted run %lld: %lld rows deleted, %lld rows restored",
-										  (long long) run_id, (long long) deleted, (long long) restored));
+										  (long long) run_id, (long long) deleted, (long long) restored),
+								 NULL);
 	mark_reverted(run_id, revert_id);
 	ereport(NOTICE,
 			(errmsg("scd2: %s: reverted run %lld: %lld rows deleted, %lld rows restored",

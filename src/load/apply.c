@@ -45,7 +45,7 @@ load_and_log(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz starte
 
 	scd2_run_load(req, res);
 	run_id = scd2_audit_write(res->dim_name, res->stg_name, "success", req->effective_at,
-							  started_at, &res->metrics, NULL);
+							  started_at, &res->metrics, NULL, res->schema_note);
 	return run_id;
 }
 
@@ -106,7 +106,7 @@ scd2_apply(PG_FUNCTION_ARGS)
 		run_id = load_nonatomic(&req, &res, started_at);
 	else
 		run_id = load_and_log(&req, &res, started_at);
-	scd2_notice_metrics(res.dim_name, &res.metrics, false);
+	scd2_notice_metrics(res.dim_name, &res.metrics, false, res.schema_note);
 	SPI_finish();
 
 	return run_id_result(run_id);

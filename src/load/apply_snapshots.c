@@ -92,6 +92,7 @@ typedef struct Snapshots
 	bool		by_row;			/* the staging rows are fetched again by
 								 * ctid (a plain table), else by key */
 	Scd2Metrics sum;
+	char	   *schema_note;	/* the last load's note on the staging shape */
 } Snapshots;
 
 /* The snapshot column: a column of the staging table of a temporal type. */
@@ -583,7 +584,9 @@ load_extract(Snapshots *ss, int i)
 	m->unchanged += ss->rows[i] - ss->loaded[i];
 	m->source_rows = ss->rows[i];
 	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", ss->at[i], started_at, m,
-							psprintf("scd2.apply_snapshots: extract %d of %d", i + 1, ss->n));
+							psprintf("scd2.apply_snapshots: extract %d of %d", i + 1, ss->n),
+							res.schema_note);
+	ss->schema_note = res.schema_note;
 	/* the call's totals: every metric of metrics.h */
 #define ADD_METRIC(name, words, shown, source, how) ss->sum.name += m->name;
 	SCD2_METRICS(ADD_METRIC)
@@ -602,7 +605,9 @@ apply_snapshots_body(void *arg)
 	scd2_lock_dimension(ss->dim_oid, NULL,
 						"scd2.apply_snapshots waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s, "
 						"which another load (or a statement that locks the table) holds; nothing was loaded.");
-	ss->cfg = scd2_load_config(ss->dim_oid, ss->stg_oid);
+	ss->cfg = scd2_load_config(ss->dim_oid, ss->stg_oid,
+							   scd2_load_registration(ss->dim_oid, ss->stg_oid,
+													  scd2_relation_display_name(ss->dim_oid)));
 	check_snapshot_column(ss);
 	column_sql(ss);
 	prepare_extracts(ss);
@@ -648,7 +653,8 @@ scd2_apply_snapshots(PG_FUNCTION_ARGS)
 	else
 		apply_snapshots_body(&ss);
 	if (ss.n > 0)
-		scd2_notice_metrics(scd2_relation_display_name(ss.dim_oid), &ss.sum, false);
+		scd2_notice_metrics(scd2_relation_display_name(ss.dim_oid), &ss.sum, false,
+							ss.schema_note);
 	else
 		ereport(NOTICE,
 				(errmsg("scd2: staging table %s holds no extract; nothing was loaded",

@@ -142,8 +142,10 @@ static void
 open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerContext *oc)
 {
 	Scd2Config *cfg;
-	bool		citus;			/* a Citus table takes part (load_citus.c) */
-	List	   *added;			/* columns added to the dimension (load_schema.c) */
+	bool		citus;			/* a Citus table takes part (citus_load.c) */
+	List	   *added;			/* columns added to the dimension (schema.c) */
+	char	   *dim_name = scd2_relation_display_name(req->dim_oid);
+	Scd2Registration *reg;
 
 	/*
 	 * The load's statements cost much in the planner's units (nested loops
@@ -152,9 +154,11 @@ open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerC
 	 * PostgreSQL 15, and saved nothing.
 	 */
 	scd2_set_local("jit", "off");
-	/* on_schema_change: the staging table's shape (load_schema.c) */
-	added = scd2_schema_evolve(req, oc);
-	cfg = scd2_load_config(req->dim_oid, req->stg_oid);
+	/* the registration, read once and its shape checked (config.c) */
+	reg = scd2_load_registration(req->dim_oid, req->stg_oid, dim_name);
+	/* on_schema_change: the staging table's shape (schema.c) */
+	added = scd2_schema_evolve(req, reg, dim_name, oc, &res->schema_note);
+	cfg = scd2_load_config(req->dim_oid, req->stg_oid, reg);
 	scd2_schema_apply_fills(cfg, added);
 	res->dim_name = cfg->dim_name;
 	res->stg_name = cfg->stg_name;

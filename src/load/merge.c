@@ -35,7 +35,8 @@ scd2_merge(PG_FUNCTION_ARGS)
 		elog(ERROR, "scd2: SPI_connect failed");
 	scd2_run_load(&req, &res);
 	(void) scd2_audit_write(res.dim_name, res.stg_name, req.dry_run ? "dry_run" : "success",
-							req.effective_at, started_at, &res.metrics, NULL);
+							req.effective_at, started_at, &res.metrics, NULL,
+							res.schema_note);
 	SPI_finish();
 
 	return (Datum) 0;

@@ -68,40 +68,6 @@ typedef struct Diff
 	Form_pg_attribute dim;		/* NULL: new in staging */
 } Diff;
 
-/*
- * What the last load noted about the staging table's shape, for its
- * NOTICE and audit row (audit.c), which its caller writes right after it:
- * every load sets it first thing, so it never outlives the next load.
- */
-static struct
-{
-	char	   *note;			/* in TopMemoryContext */
-	char	   *dim_name;
-}			pending;
-
-static void
-set_pending(const char *dim_name, const char *note)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	if (pending.note)
-		pfree(pending.note);
-	if (pending.dim_name)
-		pfree(pending.dim_name);
-	pending.note = note ? pstrdup(note) : NULL;
-	pending.dim_name = pstrdup(dim_name);
-	MemoryContextSwitchTo(old);
-}
-
-/* The note of the load of dim_name that just ran in this transaction, or NULL. */
-const char *
-scd2_schema_note(const char *dim_name)
-{
-	if (pending.note == NULL || strcmp(pending.dim_name, dim_name) != 0)
-		return NULL;
-	return pending.note;
-}
-
 static SchemaMode
 parse_mode(const char *value)
 {
@@ -513,14 +479,16 @@ diff_names(List *diffs)
 /*
  * The schema step of a load (see the file's header), as the dimension's
  * owner (the owner context is entered, not yet restricted), under the
- * load's lock.  Returns the names of the columns it added (NIL: none),
- * which scd2_schema_apply_fills makes this load's Type 1 columns.
+ * load's lock, with the registration the load read (its shape checked).
+ * Returns the names of the columns it added (NIL: none), which
+ * scd2_schema_apply_fills makes this load's Type 1 columns; *note is what
+ * the NOTICE and the audit row say about the staging table's shape (NULL:
+ * nothing).
  */
 List *
-scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
+scd2_schema_evolve(const Scd2LoadRequest *req, const Scd2Registration *reg,
+				   const char *dim_name, OwnerContext *oc, char **note)
 {
-	char	   *dim_name = scd2_relation_display_name(req->dim_oid);
-	Scd2Registration *reg = scd2_registry_read(req->dim_oid, dim_name);
 	SchemaMode	mode;
 	Relation	dimrel;
 	Relation	stgrel;
@@ -530,12 +498,9 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 	List	   *names = NIL;
 	char	   *sql = NULL;
 
-	set_pending(dim_name, NULL);
+	*note = NULL;
 	if (reg->on_schema_change == NULL || req->stg_oid == req->dim_oid)
 		return NIL;				/* a registry before 0.4; config.c refuses the other */
-	if (reg->has_shape)
-		scd2_check_registered_shape(req->dim_oid, dim_name, reg->shape_columns,
-									reg->shape_types, reg->shape_typmods);
 	mode = parse_mode(reg->on_schema_change);
 	dimrel = table_open(req->dim_oid, AccessShareLock);
 	stgrel = table_open(req->stg_oid, AccessShareLock);
@@ -554,14 +519,14 @@ scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc)
 				 errdetail("The load that adds a column fills it in place on the current versions, which depends on which event arrives last. Nothing was loaded."),
 				 errhint("Register the dimension with on_schema_change => 'ignore' or 'fail', or add the column to it by hand.")));
 	if (mode == SCHEMA_IGNORE)
-		set_pending(dim_name, make_note(added, NIL, NIL, req->dry_run));
+		*note = make_note(added, NIL, NIL, req->dry_run);
 	else if (mode != SCHEMA_FAIL)
-		set_pending(dim_name, make_note(NIL, added, widened, req->dry_run));
+		*note = make_note(NIL, added, widened, req->dry_run);
 	if ((mode == SCHEMA_APPEND || mode == SCHEMA_SYNC) && !req->dry_run &&
 		(added != NIL || widened != NIL))
 	{
 		names = diff_names(added);
-		sql = alter_sql(scd2_relation_display_name(req->dim_oid), added, widened);
+		sql = alter_sql(dim_name, added, widened);
 	}
 	/* ALTER TABLE refuses a table this backend still has open */
 	table_close(stgrel, NoLock);

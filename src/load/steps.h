@@ -11,6 +11,7 @@
 
 #include "utils/tuplestore.h"
 
+#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "load/runner.h"
@@ -42,8 +43,6 @@ extern void scd2_progress_phase(Scd2ProgressPhase phase, int64 rows_done, int64 
 extern void scd2_progress_end(void);
 
 /* load_access.c */
-extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
-								  Oid roleid, bool as_owner);
 
 /* load_validate.c */
 extern int64 scd2_validate_staging(LoadState *st, bool *several);
@@ -65,7 +64,8 @@ extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *ke
 									   int64 *y_applied, int64 *complex_rows);
 
 /* load_schema.c: register's on_schema_change */
-extern List *scd2_schema_evolve(const Scd2LoadRequest *req, OwnerContext *oc);
+extern List *scd2_schema_evolve(const Scd2LoadRequest *req, const Scd2Registration *reg,
+								 const char *dim_name, OwnerContext *oc, char **note);
 extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
 extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
 /* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
@@ -109,7 +109,5 @@ extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg,
 									  const char *dim_name, const char *stg_name,
 									  TimestampTz effective_at, TimestampTz started_at);
 
-/* load_schema.c: what the last load noted about the staging table's shape */
-extern const char *scd2_schema_note(const char *dim_name);
 
 #endif							/* SCD2_LOAD_H */
