@@ -29,6 +29,8 @@ bool		scd2_change_log = SCD2_CHANGE_LOG_DEFAULT;
 bool		scd2_allow_empty_snapshot = SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT;
 bool		scd2_first_load_rebuild_indexes = SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT;
 bool		scd2_allow_large_close = SCD2_ALLOW_LARGE_CLOSE_DEFAULT;
+int			scd2_load_memory = SCD2_LOAD_MEMORY_DEFAULT;
+char	   *scd2_explain_statement = NULL;
 
 static const struct config_enum_entry asof_on_missing_options[] = {
 	{"null", SCD2_ASOF_MISSING_NULL, false},
@@ -129,10 +131,30 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	/* scd2.load_memory, the memory budget of a load's statements (load_memory.c) */
+	/* the memory budget of a load's statements (load/memory.c) */
+	DefineCustomIntVariable("scd2.load_memory",
+							"Memory one statement of a load shares among all its sorts and hashes.",
+							"Each statement's work_mem is lowered so that its sorts, tuplestores and hash tables together "
+							"stay within this (never raised above work_mem). -1 means work_mem * hash_mem_multiplier; "
+							"0 turns it off: every sort and hash gets work_mem, as in any other query.",
+							&scd2_load_memory,
+							SCD2_LOAD_MEMORY_DEFAULT,
+							-1,
+							MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 	scd2_memory_budget_init();
-	/* scd2.explain_statement, a load statement's plan (load_explain.c) */
-	scd2_explain_init();
+	/* a load statement's plan as a NOTICE (load/explain.c) */
+	DefineCustomStringVariable("scd2.explain_statement",
+							   "Shows the plan of one statement of each load as a NOTICE.",
+							   "The statement is named by the step its errors name, for example 'classifying staging rows'; "
+							   "'*' shows every statement of the load. The plan is EXPLAIN (COSTS OFF)'s nodes, without their details.",
+							   &scd2_explain_statement,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   NULL, NULL, NULL);
 	/* the fast path's probes in key order (fast_path_plan.c) */
 	scd2_fast_path_plan_init();
 	MarkGUCPrefixReserved("scd2");

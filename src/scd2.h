@@ -54,6 +54,8 @@ typedef struct Scd2Column
 /* A registered dimension resolved for one load. */
 typedef struct Scd2Config
 {
+	const struct Scd2Registration *reg; /* the registration it was resolved
+										 * from (catalog/registry.h) */
 	Oid			dim_oid;
 	Oid			stg_oid;
 	char	   *dim_sql;		/* quoted qualified names */
@@ -177,6 +179,7 @@ typedef enum Scd2AsofOnMissing
 #define SCD2_ALLOW_EMPTY_SNAPSHOT_DEFAULT	false
 #define SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT	true
 #define SCD2_ALLOW_LARGE_CLOSE_DEFAULT		false
+#define SCD2_LOAD_MEMORY_DEFAULT			(-1)	/* kB; -1: hash_mem, 0: off */
 
 extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
 extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
@@ -185,5 +188,8 @@ extern bool scd2_change_log;			/* scd2.change_log */
 extern bool scd2_allow_empty_snapshot;	/* scd2.allow_empty_snapshot */
 extern bool scd2_first_load_rebuild_indexes;	/* scd2.first_load_rebuild_indexes */
 extern bool scd2_allow_large_close;	/* scd2.allow_large_close */
+extern int	scd2_load_memory;			/* scd2.load_memory, kB */
+extern char *scd2_explain_statement;	/* scd2.explain_statement: '' none, '*' every
+										 * statement, else one step's name */
 
 #endif							/* SCD2_H */

@@ -3,7 +3,7 @@
  *
  * A load's statements run through SPI inside a procedure, where EXPLAIN
  * cannot reach them, and auto_explain is rarely loaded.  The setting
- * scd2.explain_statement names one step of a load by the words its errors
+ * scd2.scd2_explain_statement names one step of a load by the words its errors
  * use for it (e.g. 'classifying staging rows'); just before that statement
  * runs, it is planned again under EXPLAIN (COSTS OFF) -- with the same
  * parameters, snapshot and statement-scoped planner settings -- and its
@@ -22,24 +22,6 @@
 #include "common/common.h"
 #include "load/runner.h"
 #include "load/load.h"
-
-/* scd2.explain_statement: '' none, '*' every statement, else one step */
-static char *explain_statement = NULL;
-
-/* _PG_init */
-void
-scd2_explain_init(void)
-{
-	DefineCustomStringVariable("scd2.explain_statement",
-							   "Shows the plan of one statement of each load as a NOTICE.",
-							   "The statement is named by the step its errors name, for example 'classifying staging rows'; "
-							   "'*' shows every statement of the load. The plan is EXPLAIN (COSTS OFF)'s nodes, without their details.",
-							   &explain_statement,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   NULL, NULL, NULL);
-}
 
 /*
  * A node line of EXPLAIN's text output: the top node, a line with an
@@ -66,7 +48,7 @@ append_node_line(StringInfo buf, const char *line)
 
 /*
  * Called by the load just before it runs sql (what = the step's words);
- * shows its plan when scd2.explain_statement asks for it.
+ * shows its plan when scd2.scd2_explain_statement asks for it.
  */
 void
 scd2_explain_if_asked(const char *sql, const char *what, int nargs, Oid *argtypes,
@@ -74,8 +56,8 @@ scd2_explain_if_asked(const char *sql, const char *what, int nargs, Oid *argtype
 {
 	StringInfoData shape;
 
-	if (explain_statement == NULL || explain_statement[0] == '\0' ||
-		(strcmp(explain_statement, "*") != 0 && strcmp(explain_statement, what) != 0))
+	if (scd2_explain_statement == NULL || scd2_explain_statement[0] == '\0' ||
+		(strcmp(scd2_explain_statement, "*") != 0 && strcmp(scd2_explain_statement, what) != 0))
 		return;
 	/* planned as the load's statement would be: as the owner, restricted */
 	(void) scd2_exec_user(psprintf("EXPLAIN (COSTS OFF) %s", sql), nargs, argtypes, values, NULL,

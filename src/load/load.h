@@ -11,7 +11,4 @@ extern void scd2_memory_budget_init(void);
 /* fast_path_plan.c: the fast path's planner hook */
 extern void scd2_fast_path_plan_init(void);
 
-/* explain.c: the plan NOTICE of scd2.explain_statement */
-extern void scd2_explain_init(void);
-
 #endif							/* SCD2_LOAD_LOAD_H */

@@ -42,8 +42,6 @@
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 
-/* scd2.load_memory, kB: -1 hash_mem, 0 off */
-static int	load_memory = -1;
 
 /* the statement of a load the executor is about to start, or NULL */
 static const char *budget_sql = NULL;
@@ -160,9 +158,9 @@ apply_budget(PlannedStmt *stmt)
 	int			kb;
 	char		value[32];
 
-	if (load_memory == 0)
+	if (scd2_load_memory == 0)
 		return;
-	budget_kb = load_memory > 0 ? (double) load_memory : (double) get_hash_memory_limit() / 1024.0;
+	budget_kb = scd2_load_memory > 0 ? (double) scd2_load_memory : (double) get_hash_memory_limit() / 1024.0;
 	weigh_plan(stmt->planTree, &w);
 	foreach(lc, stmt->subplans)	/* SubPlans, InitPlans and CTEs */
 		weigh_plan((Plan *) lfirst(lc), &w);
@@ -199,18 +197,6 @@ budget_executor_start(QueryDesc *queryDesc, int eflags)
 void
 scd2_memory_budget_init(void)
 {
-	DefineCustomIntVariable("scd2.load_memory",
-							"Memory one statement of a load shares among all its sorts and hashes.",
-							"Each statement's work_mem is lowered so that its sorts, tuplestores and hash tables together "
-							"stay within this (never raised above work_mem). -1 means work_mem * hash_mem_multiplier; "
-							"0 turns it off: every sort and hash gets work_mem, as in any other query.",
-							&load_memory,
-							-1,
-							-1,
-							MAX_KILOBYTES,
-							PGC_USERSET,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = budget_executor_start;
 }
