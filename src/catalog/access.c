@@ -98,9 +98,7 @@ scd2_check_relkind(Oid relid, bool dimension)
 	char		kind = get_rel_relkind(relid);
 
 	if (kind == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
+		scd2_report_no_relation(relid);
 	if (dimension && kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

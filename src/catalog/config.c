@@ -498,6 +498,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg)
 	TupleDesc	stg;
 	List	   *excluded;
 
+	cfg->reg = reg;
 	cfg->dim_oid = dim_oid;
 	cfg->stg_oid = stg_oid;
 	cfg->dim_name = scd2_relation_display_name(dim_oid);

@@ -90,10 +90,7 @@ scd2_registry_store(PG_FUNCTION_ARGS)
 	Datum		values[14];
 	char		nulls[14];
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	require_owner(PG_GETARG_OID(0));
 	require_storable(PG_GETARG_OID(0), PG_ARGISNULL(7) ? InvalidOid : PG_GETARG_OID(7));
 
@@ -366,10 +363,7 @@ store_option(Oid dim_oid, const char *column, Oid typid, Datum value, bool isnul
 Datum
 scd2_registry_store_guard(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	require_owner(PG_GETARG_OID(0));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
@@ -387,10 +381,7 @@ scd2_registry_store_guard(PG_FUNCTION_ARGS)
 Datum
 scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	if (PG_ARGISNULL(1) ||
 		(strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "error") != 0 &&
 		 strcmp(text_to_cstring(PG_GETARG_TEXT_PP(1)), "carry_forward") != 0))
@@ -421,10 +412,7 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 	char	   *value = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	bool		valid = false;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	for (int i = 0; value != NULL && i < lengthof(options); i++)
 		valid |= strcmp(value, options[i]) == 0;
 	if (!valid)
@@ -455,10 +443,7 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 	Datum		values[2];
 	const char *why = NULL;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	require_owner(PG_GETARG_OID(0));
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
@@ -591,9 +576,12 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 				 "       CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'max_close_fraction' AS pg_catalog.float8),"
 				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error'),"
 				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'on_schema_change',"
-				 "       COALESCE(CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'order_free' AS pg_catalog.bool), false)"
+				 "       COALESCE(CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'order_free' AS pg_catalog.bool), false),"
+				 "       %s"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-				 scd2_registry_shape_sql()),
+				 scd2_registry_shape_sql(),
+				 scd2_installed("dimensions", "created_indexes") ?
+				 "created_indexes::pg_catalog.text[]" : "NULL::pg_catalog.text[]"),
 		1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "scd2: reading the registry failed: %s",
@@ -642,7 +630,113 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	/* NULL: a registry before 0.4 (the library is updated first) */
 	reg->on_schema_change = spi_text_or_null(tup, desc, 18);
 	reg->order_free = DatumGetBool(SPI_getbinval(tup, desc, 19, &isnull));
+	d = SPI_getbinval(tup, desc, 20, &isnull);
+	reg->created_indexes = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
 	return reg;
+}
+
+/*
+ * The registered shape of dim_oid (shape[0..2]: columns, types, typmods;
+ * (Datum) 0 each when it was registered before 0.3 kept shapes), or false
+ * when it is not registered.  The caller is connected to SPI.
+ */
+bool
+scd2_registry_read_shape(Oid dim_oid, Datum *shape)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+	bool		isnull;
+
+	if (scd2_exec_catalog(psprintf("SELECT %s FROM scd2.dimensions d"
+								   " WHERE d.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+								   scd2_registry_shape_sql()),
+						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
+						  "reading the registered shape") == 0)
+		return false;
+	for (int i = 0; i < 3; i++)
+	{
+		shape[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+		if (isnull)
+		{
+			shape[0] = shape[1] = shape[2] = (Datum) 0;
+			break;
+		}
+		shape[i] = SPI_datumTransfer(shape[i], false, -1);
+	}
+	return true;
+}
+
+/* A list of names as a name[] Datum. */
+static Datum
+name_array(List *names)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(names), 1));
+	ListCell   *lc;
+
+	foreach(lc, names)
+		elems[foreach_current_index(lc)] = DirectFunctionCall1(namein,
+															   CStringGetDatum((char *) lfirst(lc)));
+	return PointerGetDatum(construct_array(elems, list_length(names), NAMEOID, NAMEDATALEN,
+										   false, TYPALIGN_CHAR));
+}
+
+/* A name, or a null. */
+static Datum
+name_or_null(const char *name, bool *isnull)
+{
+	*isnull = name == NULL;
+	return name ? DirectFunctionCall1(namein, CStringGetDatum(name)) : (Datum) 0;
+}
+
+/*
+ * What a run's change-log header copies of the registration a load used
+ * (SCD2_REGISTRY_RUN_HEADER_COLS values, typed as scd2.change_log_runs'
+ * key_columns name[], valid_from_column, valid_to_column,
+ * is_current_column, surrogate_key_column name, the registered Type 1
+ * columns name[], current_valid_to text), from the registration the load
+ * read: the registry is not read again.
+ */
+void
+scd2_registry_run_header(const Scd2Registration *reg, Datum *values, bool *nulls)
+{
+	values[0] = name_array(reg->business_key);
+	nulls[0] = false;
+	values[1] = name_or_null(reg->valid_from, &nulls[1]);
+	values[2] = name_or_null(reg->valid_to, &nulls[2]);
+	values[3] = name_or_null(reg->is_current, &nulls[3]);
+	values[4] = name_or_null(reg->surrogate_key, &nulls[4]);
+	values[5] = name_array(reg->type1);
+	nulls[5] = false;
+	nulls[6] = reg->current_valid_to == NULL;
+	values[6] = nulls[6] ? (Datum) 0 : CStringGetTextDatum(reg->current_valid_to);
+}
+
+/*
+ * The registration's columns that differ from those run run_id's change-log
+ * header kept (a comma-separated list, "" none), and *current_valid_to the
+ * registration's; NULL when the dimension is no longer registered.
+ */
+char *
+scd2_registry_changed_since_run(int64 run_id, char **current_valid_to)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	(void) scd2_exec_catalog(
+		"SELECT pg_catalog.concat_ws(', ',"
+		"         CASE WHEN d.business_key IS DISTINCT FROM r.key_columns THEN 'business_key' END,"
+		"         CASE WHEN d.valid_from_column IS DISTINCT FROM r.valid_from_column THEN 'valid_from_column' END,"
+		"         CASE WHEN d.valid_to_column IS DISTINCT FROM r.valid_to_column THEN 'valid_to_column' END,"
+		"         CASE WHEN d.is_current_column IS DISTINCT FROM r.is_current_column THEN 'is_current_column' END,"
+		"         CASE WHEN d.surrogate_key_column IS DISTINCT FROM r.surrogate_key_column THEN 'surrogate_key_column' END),"
+		"       d.current_valid_to"
+		"  FROM scd2.change_log_runs r JOIN scd2.dimensions d ON d.dimension OPERATOR(pg_catalog.=) r.dimension"
+		" WHERE r.run_id OPERATOR(pg_catalog.=) $1",
+		1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the registration");
+	if (SPI_processed == 0)
+		return NULL;
+	*current_valid_to = scd2_spi_text(0, 2);
+	return scd2_spi_text(0, 1);
 }
 
 

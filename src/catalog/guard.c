@@ -88,16 +88,9 @@ scd2_refuse_row_security(Oid relid, Oid owner, const char *relword, const char *
 void
 scd2_require_registered_shape(Oid dim_oid, const char *dim_name, bool missing_ok)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
 	Datum		shape[3];
-	bool		isnull[3];
 
-	if (scd2_exec_catalog(psprintf("SELECT %s FROM scd2.dimensions d"
-								   " WHERE d.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-								   scd2_registry_shape_sql()),
-						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
-						  "reading the registered shape") == 0)
+	if (!scd2_registry_read_shape(dim_oid, shape))
 	{
 		if (missing_ok)
 			return;
@@ -106,13 +99,8 @@ scd2_require_registered_shape(Oid dim_oid, const char *dim_name, bool missing_ok
 				 errmsg("table %s is not a registered scd2 dimension", dim_name),
 				 errhint("Register it first with scd2.register().")));
 	}
-	for (int i = 0; i < 3; i++)
-	{
-		shape[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull[i]);
-		if (isnull[i])
-			return;				/* registered before 0.3 kept shapes */
-		shape[i] = SPI_datumTransfer(shape[i], false, -1);
-	}
+	if (shape[0] == (Datum) 0)
+		return;					/* registered before 0.3 kept shapes */
 	scd2_check_registered_shape(dim_oid, dim_name, shape[0], shape[1], shape[2]);
 }
 

@@ -36,6 +36,8 @@ typedef struct Scd2Registration
 	char	   *on_schema_change;	/* ignore, fail, append_new_columns,
 									 * sync_all_columns; NULL before 0.4 */
 	bool		order_free;		/* order_free (0.4) */
+	Datum		created_indexes;	/* text[]: the indexes register created,
+									 * (Datum) 0 before 0.2 kept them */
 } Scd2Registration;
 
 /* What scd2.asof reads of a registration. */
@@ -63,6 +65,10 @@ extern bool scd2_registry_read_asof(Oid relid, const char *relname, MemoryContex
 									Scd2AsofRegistration *out, bool missing_ok);
 extern Scd2Target *scd2_registry_targets(int *ntargets);
 extern void scd2_registry_refresh_shape(Oid dim_oid);
+extern bool scd2_registry_read_shape(Oid dim_oid, Datum *shape);
+extern void scd2_registry_run_header(const Scd2Registration *reg, Datum *values, bool *nulls);
+#define SCD2_REGISTRY_RUN_HEADER_COLS 7
+extern char *scd2_registry_changed_since_run(int64 run_id, char **current_valid_to);
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 

@@ -62,6 +62,7 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
+#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "load/worktable.h"
@@ -247,8 +248,11 @@ text_before_images(void)
 static int64
 write_run_header(const Scd2Config *cfg, bool text_images, int64 first_load_rows)
 {
-	Oid			argtypes[5] = {INT8OID, OIDOID, BOOLOID, TEXTARRAYOID, INT8OID};
-	Datum		values[5];
+	Oid			argtypes[5 + SCD2_REGISTRY_RUN_HEADER_COLS] = {INT8OID, OIDOID, BOOLOID, TEXTARRAYOID, INT8OID,
+		NAMEARRAYOID, NAMEOID, NAMEOID, NAMEOID, NAMEOID, NAMEARRAYOID, TEXTOID};
+	Datum		values[5 + SCD2_REGISTRY_RUN_HEADER_COLS];
+	char		nulls[5 + SCD2_REGISTRY_RUN_HEADER_COLS];
+	bool		isnull[SCD2_REGISTRY_RUN_HEADER_COLS];
 	int64		run_id;
 	Datum	   *filled = palloc(sizeof(Datum) * Max(list_length(cfg->filled), 1));
 	ListCell   *lc;
@@ -257,26 +261,30 @@ write_run_header(const Scd2Config *cfg, bool text_images, int64 first_load_rows)
 									 0, NULL, NULL, NULL, false, SPI_OK_SELECT, "reserving a run id");
 	run_id = scd2_spi_int8(0, 1);
 
+	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int64GetDatum(run_id);
 	values[1] = ObjectIdGetDatum(cfg->dim_oid);
 	values[2] = BoolGetDatum(scd2_change_log);
-	/* the columns this load added are its Type 1 columns (load_schema.c) */
+	/* the columns this load added are its Type 1 columns (load/schema.c) */
 	foreach(lc, cfg->filled)
 		filled[foreach_current_index(lc)] = CStringGetTextDatum((char *) lfirst(lc));
 	values[3] = PointerGetDatum(construct_array(filled, list_length(cfg->filled), TEXTOID, -1,
 												false, TYPALIGN_INT));
 	values[4] = Int64GetDatum(first_load_rows);
+	/* $6..$12: the registration as the load read it */
+	scd2_registry_run_header(cfg->reg, values + 5, isnull);
+	for (int i = 0; i < SCD2_REGISTRY_RUN_HEADER_COLS; i++)
+		nulls[5 + i] = isnull[i] ? 'n' : ' ';
 	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log_runs (run_id, dimension, key_columns,"
 				  " valid_from_column, valid_to_column, is_current_column, surrogate_key_column,"
 				  " type1_columns, current_valid_to, logged%s%s)"
-				  " SELECT $1, d.dimension, d.business_key, d.valid_from_column, d.valid_to_column,"
-				  " d.is_current_column, d.surrogate_key_column,"
-				  " d.type1 OPERATOR(pg_catalog.||) $4::pg_catalog.name[], d.current_valid_to, $3%s%s"
-				  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $2::pg_catalog.regclass",
+				  " VALUES ($1, $2::pg_catalog.regclass, $6, $7, $8, $9, $10,"
+				  " $11 OPERATOR(pg_catalog.||) $4::pg_catalog.name[], $12, $3%s%s)",
 				  text_images ? ", old_type1_text" : "", first_load_rows >= 0 ? ", first_load_rows" : "",
 				  text_images ? ", true" : "", first_load_rows >= 0 ? ", $5" : ""),
-				  5, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log's run") != 1)
-		elog(ERROR, "scd2: dimension %s vanished from the registry during its load", cfg->dim_name);
+				  5 + SCD2_REGISTRY_RUN_HEADER_COLS, argtypes, values, nulls, false, SPI_OK_INSERT,
+				  "writing the change log's run") != 1)
+		elog(ERROR, "scd2: writing the change log's run of %s inserted no row", cfg->dim_name);
 	return run_id;
 }
 

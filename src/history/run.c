@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "history/runs.h"
@@ -230,26 +231,11 @@ scd2_revert_require_fresh(const Run *run, const char *dim_name)
 char *
 scd2_revert_registration(const Run *run, const char *dim_name)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(run->run_id)};
-	char	   *changed;
-	char	   *current_vt;
+	char	   *current_vt = NULL;
+	char	   *changed = scd2_registry_changed_since_run(run->run_id, &current_vt);
 
-	(void) scd2_exec_catalog(
-		"SELECT pg_catalog.concat_ws(', ',"
-		"         CASE WHEN d.business_key IS DISTINCT FROM r.key_columns THEN 'business_key' END,"
-		"         CASE WHEN d.valid_from_column IS DISTINCT FROM r.valid_from_column THEN 'valid_from_column' END,"
-		"         CASE WHEN d.valid_to_column IS DISTINCT FROM r.valid_to_column THEN 'valid_to_column' END,"
-		"         CASE WHEN d.is_current_column IS DISTINCT FROM r.is_current_column THEN 'is_current_column' END,"
-		"         CASE WHEN d.surrogate_key_column IS DISTINCT FROM r.surrogate_key_column THEN 'surrogate_key_column' END),"
-		"       d.current_valid_to"
-		"  FROM scd2.change_log_runs r JOIN scd2.dimensions d ON d.dimension OPERATOR(pg_catalog.=) r.dimension"
-		" WHERE r.run_id OPERATOR(pg_catalog.=) $1",
-		1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the registration");
-	if (SPI_processed == 0)
+	if (changed == NULL)
 		return run->current_valid_to;
-	changed = scd2_spi_text(0, 1);
-	current_vt = scd2_spi_text(0, 2);
 	if (changed && changed[0] != '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -312,3 +298,17 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 	lg->nrestored = scd2_spi_int8(0, 18);
 }
 
+/*
+ * A revert (or a reader of run run_id's rows) refused: the dimension no
+ * longer holds what the run wrote; detail says what differs, hint what to do.
+ */
+void
+scd2_report_run_rows_changed(const char *dim_name, int64 run_id, const char *detail,
+							 const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run_id),
+			 errdetail_internal("%s", detail),
+			 errhint("%s", hint)));
+}

@@ -36,13 +36,16 @@
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
+#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "load/steps.h"
@@ -128,23 +131,26 @@ static FirstLoadIndex *
 created_indexes(LoadState *st, int *n)
 {
 	FirstLoadIndex *idx;
+	Oid			types[1] = {TEXTARRAYOID};
+	/* $1: the registry's created_indexes, as the load read its registration */
+	Datum		values[1] = {st->cfg->reg->created_indexes != (Datum) 0 ? st->cfg->reg->created_indexes :
+	PointerGetDatum(construct_empty_array(TEXTOID))};
 
-	scd2_load_exec(st, psprintf("SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
+	scd2_load_exec_args(st, psprintf("SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
 								" OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),"
 								" pg_catalog.pg_get_indexdef(c.oid), COALESCE(t.spcname, '')"
-								" FROM scd2.dimensions d"
-								" JOIN pg_catalog.pg_index i ON i.indrelid OPERATOR(pg_catalog.=) d.dimension"
+								" FROM pg_catalog.pg_index i"
 								" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
 								" JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
 								" LEFT JOIN pg_catalog.pg_tablespace t ON t.oid OPERATOR(pg_catalog.=) c.reltablespace"
-								" WHERE d.dimension OPERATOR(pg_catalog.=) %u::pg_catalog.regclass"
-								" AND c.relname OPERATOR(pg_catalog.=) ANY (d.created_indexes)"
+								" WHERE i.indrelid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
+								" AND c.relname OPERATOR(pg_catalog.=) ANY ($1)"
 								" AND i.indisvalid AND i.indisready AND NOT i.indisprimary AND NOT i.indisexclusion"
 								" AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k"
 								"   WHERE k.conindid OPERATOR(pg_catalog.=) c.oid)"
 								" ORDER BY c.relname",
 								st->cfg->dim_oid),
-				   SPI_OK_SELECT, "finding the indexes scd2 created");
+						1, types, values, SPI_OK_SELECT, "finding the indexes scd2 created");
 	*n = (int) SPI_processed;
 	idx = palloc0(sizeof(FirstLoadIndex) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
