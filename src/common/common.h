@@ -28,6 +28,8 @@ extern bool scd2_installed(const char *table, const char *column);
 extern bool scd2_installed_function(const char *name, Oid argtype);
 extern int64 scd2_spi_int8(int row, int col);
 extern char *scd2_spi_text(int row, int col);
+extern void scd2_require_not_null(bool isnull, const char *what);
+SCD2_NORETURN_PRE extern void scd2_report_no_relation(Oid relid) SCD2_NORETURN_POST;
 
 /*
  * exec.c: the one way scd2 runs a statement (docs/SECURITY.md).  An owner

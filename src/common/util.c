@@ -148,9 +148,7 @@ qualified_name(Oid relid)
 	char	   *nsp;
 
 	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
+		scd2_report_no_relation(relid);
 	nsp = get_namespace_name(get_rel_namespace(relid));
 	return quote_qualified_identifier(nsp, rel);
 }
@@ -175,9 +173,7 @@ void
 scd2_require_relation_owner(Oid relid, const char *detail)
 {
 	if (get_rel_relkind(relid) == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
+		scd2_report_no_relation(relid);
 	if (!scd2_relation_ownercheck(relid, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -282,9 +278,26 @@ scd2_choose_index_name(PG_FUNCTION_ARGS)
 	char	   *name;
 
 	if (relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", dim)));
+		scd2_report_no_relation(dim);
 	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
 	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
+}
+
+/* An argument a SQL-callable function needs: "<what> must not be NULL". */
+void
+scd2_require_not_null(bool isnull, const char *what)
+{
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what)));
+}
+
+/* A relation named by an OID that no longer exists. */
+void
+scd2_report_no_relation(Oid relid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("relation with OID %u does not exist", relid)));
 }

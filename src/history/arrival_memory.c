@@ -456,10 +456,7 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 	uint64		n;
 	int			pin;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -522,10 +519,7 @@ scd2_arrival_memory_size(PG_FUNCTION_ARGS)
 	HeapTupleHeader row;
 	int			pin;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dimension must not be NULL")));
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	dim_oid = PG_GETARG_OID(0);
 	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can read how much it remembers.");
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)

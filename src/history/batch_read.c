@@ -179,12 +179,10 @@ void
 scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found, const Scd2BatchLog *b)
 {
 	if (found != b->n)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
-				 errdetail("Run %lld logged the surrogate keys of the %lld rows it wrote; %lld of them are in the dimension: rows were deleted or their surrogate keys changed outside scd2 since.",
-						   (long long) run->run_id, (long long) b->n, (long long) found),
-				 errhint("Repair the dimension by hand.")));
+		scd2_report_run_rows_changed(dim_name, run->run_id,
+									 psprintf("Run %lld logged the surrogate keys of the %lld rows it wrote; %lld of them are in the dimension: rows were deleted or their surrogate keys changed outside scd2 since.",
+											  (long long) run->run_id, (long long) b->n, (long long) found),
+									 "Repair the dimension by hand.");
 }
 
 /*

@@ -203,12 +203,10 @@ static void
 require_count(int64 got, int64 want, const char *what, int64 run_id, const char *dim_name)
 {
 	if (got != want)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run_id),
-				 errdetail("Run %lld %s %lld rows; %lld of them are still there. Nothing was reverted.",
-						   (long long) run_id, what, (long long) want, (long long) got),
-				 errhint("The rows were changed outside scd2 since the run; repair them by hand.")));
+		scd2_report_run_rows_changed(dim_name, run_id,
+									 psprintf("Run %lld %s %lld rows; %lld of them are still there. Nothing was reverted.",
+											  (long long) run_id, what, (long long) want, (long long) got),
+									 "The rows were changed outside scd2 since the run; repair them by hand.");
 }
 
 /* Mark the reverted run, as the extension owner. */
@@ -389,13 +387,11 @@ require_rows_as_left(const Run *run, const char *dim_name, const RevertColumns *
 	if (SPI_processed == 0)
 		return;					/* a logged row found twice: the counts check in 4a/4b names it */
 	total = (uint64) scd2_spi_int8(0, 2);
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
-			 errdetail("%llu of the %lld rows run %lld wrote were changed (valid_to, is_current) or deleted since: %s. Nothing was reverted.",
-					   (unsigned long long) total, (long long) lg->nrows, (long long) run->run_id,
-					   listed_rows(total)),
-			 errhint("The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.")));
+	scd2_report_run_rows_changed(dim_name, run->run_id,
+								 psprintf("%llu of the %lld rows run %lld wrote were changed (valid_to, is_current) or deleted since: %s. Nothing was reverted.",
+										  (unsigned long long) total, (long long) lg->nrows, (long long) run->run_id,
+										  listed_rows(total)),
+								 "The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.");
 }
 
 /*
@@ -581,12 +577,10 @@ revert_first_load(const Run *run, const char *dim_name, const RevertColumns *c)
 	rows = scd2_spi_int8(0, 1);
 	changed = scd2_spi_int8(0, 2);
 	if (rows != run->first_load_rows)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
-				 errdetail("Run %lld, a first load into the empty dimension, inserted %lld rows, every row it had; it has %lld now. Nothing was reverted.",
-						   (long long) run->run_id, (long long) run->first_load_rows, (long long) rows),
-				 errhint("Rows were added or deleted outside scd2 since the run; repair the dimension by hand.")));
+		scd2_report_run_rows_changed(dim_name, run->run_id,
+									 psprintf("Run %lld, a first load into the empty dimension, inserted %lld rows, every row it had; it has %lld now. Nothing was reverted.",
+											  (long long) run->run_id, (long long) run->first_load_rows, (long long) rows),
+									 "Rows were added or deleted outside scd2 since the run; repair the dimension by hand.");
 	if (changed > 0)
 	{
 		char	   *list = scd2_spi_text(0, 3);
@@ -599,12 +593,10 @@ revert_first_load(const Run *run, const char *dim_name, const RevertColumns *c)
 				list = psprintf("%s; ...", list);
 				break;
 			}
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("dimension %s no longer holds what run %lld wrote", dim_name, (long long) run->run_id),
-				 errdetail("%lld of the %lld rows run %lld wrote were changed (valid_to, is_current) since: %s. Nothing was reverted.",
-						   (long long) changed, (long long) rows, (long long) run->run_id, list),
-				 errhint("The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.")));
+		scd2_report_run_rows_changed(dim_name, run->run_id,
+									 psprintf("%lld of the %lld rows run %lld wrote were changed (valid_to, is_current) since: %s. Nothing was reverted.",
+											  (long long) changed, (long long) rows, (long long) run->run_id, list),
+									 "The rows were changed outside scd2 since the run; put them back as the run left them, or repair the dimension by hand.");
 	}
 
 	scd2_changelog_work_table(scd2_relation_owner(run->dim_oid));

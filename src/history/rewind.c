@@ -213,9 +213,7 @@ run_rewind(Oid dim_oid, int64 to_run, bool has_time, TimestampTz to_time)
 	int64		n;
 
 	if (get_rel_relkind(dim_oid) == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", dim_oid)));
+		scd2_report_no_relation(dim_oid);
 	if (has_time && TIMESTAMP_NOT_FINITE(to_time))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),

@@ -70,6 +70,9 @@ extern char *scd2_revert_later_runs(const Run *run);
 extern void scd2_revert_require_fresh(const Run *run, const char *dim_name);
 extern char *scd2_revert_registration(const Run *run, const char *dim_name);
 extern void scd2_revert_read_change_log(int64 run_id, Logged *lg);
+SCD2_NORETURN_PRE extern void scd2_report_run_rows_changed(const char *dim_name, int64 run_id,
+														const char *detail,
+														const char *hint) SCD2_NORETURN_POST;
 
 /*
  * SQL: whether run r of scd2.change_log_runs is a first load logged by its
