@@ -157,6 +157,8 @@ typedef struct Scd2LoadResult
 	struct TupleDescData *feed_desc;
 	char	   *dim_name;
 	char	   *stg_name;
+	int64		run_id;			/* the run id its change log reserved for its
+								 * audit row (0: none, the audit row draws one) */
 	char	   *schema_note;	/* what the load did about the staging table's
 								 * shape (schema.c), for the NOTICE and audit
 								 * row; NULL: nothing to say */

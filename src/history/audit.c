@@ -62,12 +62,13 @@ add_arg(AuditRow *row, const char *column, Oid type, Datum value, bool isnull)
 int64
 scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 				 TimestampTz effective_at, TimestampTz started_at,
-				 const Scd2Metrics *m, const char *message, const char *schema_note)
+				 const Scd2Metrics *m, const char *message, const char *schema_note,
+				 int64 run_id)
 {
 	AuditRow	row;
 	char	   *username = GetUserNameFromId(GetUserId(), false);
 	/* a load's run id reserved by its change log (changelog.c), or 0 */
-	int64		reserved = strcmp(status, "success") == 0 ? scd2_changelog_claim_run_id(dim_name) : 0;
+	int64		reserved = run_id;
 
 	memset(&row, 0, sizeof(row));
 	initStringInfo(&row.columns);

@@ -70,19 +70,6 @@
 static void copy_work_rows(int64 run_id, bool keep);
 
 /*
- * The run id reserved by the load running now, claimed by its audit row.
- * It is only handed over inside the (sub)transaction that reserved it and
- * for the same dimension: a load that failed after reserving leaves a
- * stale id that nobody claims.
- */
-static struct
-{
-	int64		run_id;
-	TransactionId xid;
-	char	   *dim_name;		/* in TopMemoryContext */
-}			pending;
-
-/*
  * Settings under which every type's text form (the change log keeps
  * values as jsonb) reads back as the value written: ISO dates, postgres
  * intervals, shortest-exact floats, money in the C locale.  Saved in the
@@ -288,20 +275,6 @@ write_run_header(const Scd2Config *cfg, bool text_images, int64 first_load_rows)
 	return run_id;
 }
 
-/* Hand the run id to this load's audit row (scd2_changelog_claim_run_id). */
-static void
-hand_over_run_id(const Scd2Config *cfg, int64 run_id)
-{
-	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-
-	if (pending.dim_name)
-		pfree(pending.dim_name);
-	pending.dim_name = pstrdup(cfg->dim_name);
-	MemoryContextSwitchTo(oldcxt);
-	pending.run_id = run_id;
-	pending.xid = GetCurrentTransactionId();
-}
-
 /*
  * Before the load computes its change log: the work table it writes into,
  * created by the extension owner (so the dimension's owner, whose code
@@ -327,19 +300,16 @@ scd2_changelog_prepare(bool dry_run)
 void
 scd2_changelog_work_table(Oid role)
 {
-	scd2_exec_catalog("CREATE TEMP TABLE " LOG_TABLE " (action pg_catalog.text, inserted pg_catalog.bool,"
-					  " surrogate_key pg_catalog.int8, business_key pg_catalog.jsonb,"
-					  " valid_from pg_catalog.timestamptz, valid_to pg_catalog.timestamptz,"
-					  " old_valid_to pg_catalog.timestamptz, old_is_current pg_catalog.bool,"
-					  " old_type1 pg_catalog.jsonb, old_row pg_catalog.jsonb) ON COMMIT DROP",
+	scd2_exec_catalog("CREATE TEMP TABLE " LOG_TABLE " (action pg_catalog.text"
+					  SCD2_LOG_KEYS(LOG_COL_DEF) SCD2_LOG_IMAGES(LOG_COL_DEF) SCD2_LOG_ROW(LOG_COL_DEF)
+					  ") ON COMMIT DROP",
 					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "creating the change log's work table");
 	scd2_exec_catalog(psprintf("GRANT INSERT ON " LOG_TABLE " TO %s",
 							   quote_identifier(GetUserNameFromId(role, false))),
 					  0, NULL, NULL, NULL, false, SPI_OK_UTILITY, "granting the change log's work table");
 }
 
-#define LOG_INSERT "INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key," \
-	" valid_from, valid_to, old_valid_to, old_is_current, old_type1, old_row)"
+#define LOG_INSERT "INSERT INTO " LOG_TABLE " (" LOG_COLS_ALL ")"
 
 /*
  * The whole before-image of row alias d, as an order-free load's 'extend'
@@ -489,11 +459,10 @@ copy_work_rows(int64 run_id, bool keep)
 	/* whole before-images (0.4's old_row): only order-free loads write them */
 	bool		rows = scd2_installed("change_log", "old_row");
 
-	scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log (run_id, action, inserted, surrogate_key, business_key,"
-							   " valid_from, valid_to, old_valid_to, old_is_current, old_type1%s)"
-							   " SELECT $1, l.action, l.inserted, l.surrogate_key, l.business_key, l.valid_from,"
-							   " l.valid_to, l.old_valid_to, l.old_is_current, l.old_type1%s FROM ONLY " LOG_TABLE " l",
-							   rows ? ", old_row" : "", rows ? ", l.old_row" : ""),
+	scd2_exec_catalog(psprintf("INSERT INTO scd2.change_log (run_id, " LOG_COLS_IMAGES "%s)"
+							   " SELECT $1, l.action" SCD2_LOG_KEYS(LOG_COL_OF_L) SCD2_LOG_IMAGES(LOG_COL_OF_L)
+							   "%s FROM ONLY " LOG_TABLE " l",
+							   rows ? SCD2_LOG_ROW(LOG_COL_NAME) : "", rows ? SCD2_LOG_ROW(LOG_COL_OF_L) : ""),
 					  1, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
 	scd2_exec_catalog(keep ? "DELETE FROM ONLY " LOG_TABLE : "DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false,
 					  keep ? SPI_OK_DELETE : SPI_OK_UTILITY, "dropping the change log's work table");
@@ -519,7 +488,6 @@ scd2_changelog_write(const Scd2Config *cfg, bool prepared, bool keys_later)
 	run_id = write_run_header(cfg, text_before_images(), -1);
 	if (prepared)
 		copy_work_rows(run_id, keys_later);
-	hand_over_run_id(cfg, run_id);
 	return run_id;
 }
 
@@ -552,7 +520,6 @@ scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inse
 	if (prepared)
 		scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
 						  "dropping the change log's work table");
-	hand_over_run_id(cfg, run_id);
 	return run_id;
 }
 
@@ -593,7 +560,6 @@ scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arrays)
 					  6, argtypes, values, nulls, false, SPI_OK_INSERT, "writing the change log");
 	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
 					  "dropping the change log's work table");
-	hand_over_run_id(cfg, run_id);
 	return run_id;
 }
 
@@ -615,37 +581,6 @@ scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols, const cha
 		append_json_pair(&buf, cols[i].name, text ? type1_text_sql(value) : value);
 	}
 	return psprintf("pg_catalog.jsonb_build_object(%s)", buf.data);
-}
-
-/*
- * The run id reserved by this (sub)transaction's load of dim_name, or 0.
- * Called by the audit log for a successful load; the reservation is used
- * once.
- */
-int64
-scd2_changelog_claim_run_id(const char *dim_name)
-{
-	int64		run_id = 0;
-
-	if (pending.run_id != 0 && pending.dim_name != NULL &&
-		TransactionIdEquals(pending.xid, GetCurrentTransactionIdIfAny()) &&
-		strcmp(pending.dim_name, dim_name) == 0)
-		run_id = pending.run_id;
-	pending.run_id = 0;
-	return run_id;
-}
-
-/*
- * The run id this (sub)transaction's load reserved, without claiming it
- * (0: none): an order-free load records its remembered events under it
- * (arrival_memory.c), after the change log and before the audit row.
- */
-int64
-scd2_changelog_reserved_run_id(void)
-{
-	if (pending.run_id != 0 && TransactionIdEquals(pending.xid, GetCurrentTransactionIdIfAny()))
-		return pending.run_id;
-	return 0;
 }
 
 /*
@@ -683,10 +618,10 @@ scd2_changelog_sql_inserted_keys(const Scd2Config *cfg, const char *chg)
  * get its key.
  */
 void
-scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 expected)
+scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 run_id, int64 expected)
 {
 	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(scd2_changelog_reserved_run_id())};
+	Datum		values[1] = {Int64GetDatum(run_id)};
 
 	scd2_exec_catalog("UPDATE scd2.change_log c SET surrogate_key = l.surrogate_key FROM ONLY " LOG_TABLE " l"
 					  " WHERE c.run_id OPERATOR(pg_catalog.=) $1 AND c.inserted"

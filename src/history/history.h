@@ -32,6 +32,25 @@
 #define LOG_TABLE	"pg_temp.\"scd2 work: log\""
 
 /*
+ * Its columns (and scd2.change_log's after run_id), declared once: action
+ * first, then the key part (every row), the before-images (updated rows)
+ * and an order-free load's whole row (0.4).  LOG_COL_* expand a part into
+ * ", name type", ", name" or ", l.name".
+ */
+#define SCD2_LOG_KEYS(C) \
+	C(inserted, bool) C(surrogate_key, int8) C(business_key, jsonb) C(valid_from, timestamptz)
+#define SCD2_LOG_IMAGES(C) \
+	C(valid_to, timestamptz) C(old_valid_to, timestamptz) C(old_is_current, bool) C(old_type1, jsonb)
+#define SCD2_LOG_ROW(C) C(old_row, jsonb)
+#define LOG_COL_DEF(name, type)	", " #name " pg_catalog." #type
+#define LOG_COL_NAME(name, type)	", " #name
+#define LOG_COL_OF_L(name, type)	", l." #name
+/* "action, inserted, ..., valid_from", and with the before-images */
+#define LOG_COLS_KEYS		"action" SCD2_LOG_KEYS(LOG_COL_NAME)
+#define LOG_COLS_IMAGES		LOG_COLS_KEYS SCD2_LOG_IMAGES(LOG_COL_NAME)
+#define LOG_COLS_ALL		LOG_COLS_IMAGES SCD2_LOG_ROW(LOG_COL_NAME)
+
+/*
  * What a change row does (the load's change table's `_action, which its MERGE
  * acts on) and what the change log records (scd2.change_log.action).
  */
@@ -108,7 +127,7 @@ extern void scd2_arrival_memory_undo(Oid dim_oid, int64 run_id);
 extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
 							  const char *status, TimestampTz effective_at,
 							  TimestampTz started_at, const Scd2Metrics *m,
-							  const char *message, const char *schema_note);
+							  const char *message, const char *schema_note, int64 run_id);
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
 								bool dry_run, const char *schema_note);
 
@@ -138,14 +157,13 @@ extern int64 scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arra
 extern char *scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols,
 										   const char *alias, bool text);
 extern char *scd2_changelog_sql_inserted_keys(const Scd2Config *cfg, const char *chg);
-extern void scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 expected);
+extern void scd2_changelog_store_inserted_keys(const Scd2Config *cfg, int64 run_id,
+											   int64 expected);
 extern char *scd2_changelog_key_json_sql(const Scd2LoggedColumn *keys, int nkeys, const char *alias);
 extern char *scd2_changelog_encode_sql(Oid typid, const char *expr);
 extern char *scd2_changelog_decode_sql(Oid typid, const char *expr);
 extern Scd2LoggedColumn *scd2_changelog_columns(struct RelationData *rel, Datum names,
 												int64 run_id, const char *dim_name, int *n);
-extern int64 scd2_changelog_claim_run_id(const char *dim_name);
-extern int64 scd2_changelog_reserved_run_id(void);
 
 /* batch_read.c: a batch's action codes ("char") to change-log actions, or back */
 extern char *scd2_batch_action_case_sql(const char *expr, bool to_code);

@@ -602,7 +602,7 @@ revert_first_load(const Run *run, const char *dim_name, const RevertColumns *c)
 	scd2_changelog_work_table(scd2_relation_owner(run->dim_oid));
 	n = exec_dml(run, dim_name,
 				 psprintf("WITH d AS (DELETE FROM %s t RETURNING %s AS k, %s AS vf, %s AS sk)"
-						  " INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key, valid_from)"
+						  " INSERT INTO " LOG_TABLE " (" LOG_COLS_KEYS ")"
 						  " SELECT " WT_ACT_INSERT ", true, d.sk, d.k, d.vf FROM d",
 						  dim_name, key, vf,
 						  c->nsk > 0 ? psprintf("CAST(t.%s AS pg_catalog.int8)", c->sk[0].ident) : "NULL::pg_catalog.int8"),
@@ -635,8 +635,7 @@ write_batch_rows(const Run *run, const char *dim_name)
 		elog(ERROR, "scd2: the change log of run %lld vanished", (long long) run->run_id);
 	scd2_changelog_work_table(scd2_relation_owner(run->dim_oid));
 	n = scd2_batch_exec(run, dim_name,
-						psprintf("INSERT INTO " LOG_TABLE " (action, inserted, surrogate_key, business_key,"
-								 " valid_from, valid_to, old_valid_to, old_is_current, old_type1) %s",
+						psprintf("INSERT INTO " LOG_TABLE " (" LOG_COLS_IMAGES ") %s",
 								 scd2_batch_rows_sql(run, dim_name, true, &b)),
 						&b, false, SPI_OK_INSERT, "reading back the rows the run wrote");
 	scd2_batch_require_rows(run, dim_name, (int64) n, &b);
@@ -764,7 +763,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 								 run.has_eff ? run.effective_at : started_at, started_at, &none,
 								 psprintf("reverted run %lld: %lld rows deleted, %lld rows restored",
 										  (long long) run_id, (long long) deleted, (long long) restored),
-								 NULL);
+								 NULL, 0);
 	mark_reverted(run_id, revert_id);
 	ereport(NOTICE,
 			(errmsg("scd2: %s: reverted run %lld: %lld rows deleted, %lld rows restored",

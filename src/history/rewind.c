@@ -193,7 +193,7 @@ undo_runs(Rewind *rw, TimestampTz started_at)
 					   rw->target, rw->nruns > 1 ? "s" : "", ids.data,
 					   (long long) deleted, (long long) restored);
 	memset(&none, 0, sizeof(none));
-	rewind_id = scd2_audit_write(rw->dim_name, "", "revert", started_at, started_at, &none, message, NULL);
+	rewind_id = scd2_audit_write(rw->dim_name, "", "revert", started_at, started_at, &none, message, NULL, 0);
 	for (int i = 0; i < rw->nruns; i++)
 		scd2_revert_mark_reverted(rw->runs[i].run_id, rewind_id);
 	ereport(NOTICE, (errmsg("scd2: %s: %s", rw->dim_name, message)));

@@ -45,7 +45,7 @@ load_and_log(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz starte
 
 	scd2_run_load(req, res);
 	run_id = scd2_audit_write(res->dim_name, res->stg_name, "success", req->effective_at,
-							  started_at, &res->metrics, NULL, res->schema_note);
+							  started_at, &res->metrics, NULL, res->schema_note, res->run_id);
 	return run_id;
 }
 

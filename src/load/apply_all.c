@@ -69,7 +69,7 @@ load_one(const Scd2Target *t, TimestampTz effective_at)
 	req.effective_at = effective_at;
 	scd2_run_load(&req, &res);
 	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", effective_at,
-							started_at, &res.metrics, NULL, res.schema_note);
+							started_at, &res.metrics, NULL, res.schema_note, res.run_id);
 	scd2_notice_metrics(res.dim_name, &res.metrics, false, res.schema_note);
 
 	error_context_stack = errcb.previous;

@@ -585,7 +585,7 @@ load_extract(Snapshots *ss, int i)
 	m->source_rows = ss->rows[i];
 	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", ss->at[i], started_at, m,
 							psprintf("scd2.apply_snapshots: extract %d of %d", i + 1, ss->n),
-							res.schema_note);
+							res.schema_note, res.run_id);
 	ss->schema_note = res.schema_note;
 	/* the call's totals: every metric of metrics.h */
 #define ADD_METRIC(name, words, shown, source, how) ss->sum.name += m->name;

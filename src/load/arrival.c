@@ -664,7 +664,7 @@ scd2_arrival_finish(LoadState *st, bool dry_run)
 {
 	if (!dry_run)
 	{
-		int64		run_id = scd2_changelog_reserved_run_id();
+		int64		run_id = st->run_id;
 
 		if (run_id == 0)
 			elog(ERROR, "scd2: an order-free load of %s has no run id", st->cfg->dim_name);

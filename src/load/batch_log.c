@@ -171,6 +171,6 @@ scd2_load_record_batch_log(LoadState *st)
 	for (int i = 0; i < 3; i++)
 		arrays[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 3, &isnull),
 							  false, -1);
-	(void) scd2_changelog_write_batch(cfg, arrays);
+	st->run_id = scd2_changelog_write_batch(cfg, arrays);
 	return true;
 }

@@ -102,6 +102,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 		scd2_progress_phase(SCD2_PROGRESS_FEED, m->source_rows, m->source_rows, -1, -1);
 		scd2_read_feed(&st, req->dry_run, res->feed, res->feed_desc);
 	}
+	res->run_id = st.run_id;
 	close_load(&st, &oc);
 }
 

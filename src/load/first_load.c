@@ -244,7 +244,7 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 
 	/* the header alone (changelog.c); one row per version under a 0.3 change log */
 	if (scd2_changelog_compact_first_load())
-		(void) scd2_changelog_write_first_load(cfg, st->log_prepared, m->inserted);
+		st->run_id = scd2_changelog_write_first_load(cfg, st->log_prepared, m->inserted);
 	else
 		scd2_load_record_change_log(st, scd2_changelog_sql_first_load(cfg), false);
 

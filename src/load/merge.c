@@ -36,7 +36,7 @@ scd2_merge(PG_FUNCTION_ARGS)
 	scd2_run_load(&req, &res);
 	(void) scd2_audit_write(res.dim_name, res.stg_name, req.dry_run ? "dry_run" : "success",
 							req.effective_at, started_at, &res.metrics, NULL,
-							res.schema_note);
+							res.schema_note, res.run_id);
 	SPI_finish();
 
 	return (Datum) 0;

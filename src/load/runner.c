@@ -215,7 +215,7 @@ scd2_load_record_change_log(LoadState *st, const char *sql, bool probing)
 			scd2_load_exec(st, sql, SPI_OK_INSERT, "recording the change log");
 		AtEOXact_GUC(true, nest);
 	}
-	(void) scd2_changelog_write(st->cfg, st->log_prepared, keys_after_write(st));
+	st->run_id = scd2_changelog_write(st->cfg, st->log_prepared, keys_after_write(st));
 }
 
 /*
@@ -240,7 +240,7 @@ scd2_load_record_inserted_keys(LoadState *st, const char *chg)
 						   "recording the inserted versions' surrogate keys");
 	n = (int64) SPI_processed;
 	AtEOXact_GUC(true, nest);
-	scd2_changelog_store_inserted_keys(st->cfg, n);
+	scd2_changelog_store_inserted_keys(st->cfg, st->run_id, n);
 }
 
 /* Copy the change feed rows SPI holds into the caller's tuplestore. */

@@ -23,6 +23,8 @@ typedef struct LoadState
 	Snapshot	snap;
 	bool		log_prepared;	/* the change log's work table exists
 								 * (changelog.c) */
+	int64		run_id;			/* the run id the change log reserved, which
+								 * the audit row and the memory take (0: none) */
 	Oid			sk_seq;			/* the surrogate key's sequence when the load
 								 * may log by surrogate keys: the fast path's
 								 * insert copies draw their keys from it, the

@@ -64,7 +64,7 @@ scd2_run_in_subxact(void (*body) (void *arg), void *arg,
 
 		memset(&none, 0, sizeof(none));
 		(void) scd2_audit_write(dim_name, stg_name, "error", effective_at, started_at,
-								&none, edata->message, NULL);
+								&none, edata->message, NULL, 0);
 	}
 	PG_END_TRY();
 	return edata;
