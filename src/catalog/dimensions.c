@@ -515,8 +515,8 @@ scd2_registry_refresh_shape(Oid dim_oid)
  * installed extension's registry predates them (0.1 and 0.2: the library
  * is updated before ALTER EXTENSION scd2 UPDATE runs).
  */
-const char *
-scd2_registry_shape_sql(void)
+static const char *
+registry_shape_sql(void)
 {
 	if (scd2_installed("dimensions", "shape_columns"))
 		return "shape_columns::pg_catalog.text[], shape_types::pg_catalog.oid[], shape_typmods";
@@ -579,7 +579,7 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 				 "       COALESCE(CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'order_free' AS pg_catalog.bool), false),"
 				 "       %s"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-				 scd2_registry_shape_sql(),
+				 registry_shape_sql(),
 				 scd2_installed("dimensions", "created_indexes") ?
 				 "created_indexes::pg_catalog.text[]" : "NULL::pg_catalog.text[]"),
 		1, argtypes, values, NULL, false, 1);
@@ -649,7 +649,7 @@ scd2_registry_read_shape(Oid dim_oid, Datum *shape)
 
 	if (scd2_exec_catalog(psprintf("SELECT %s FROM scd2.dimensions d"
 								   " WHERE d.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-								   scd2_registry_shape_sql()),
+								   registry_shape_sql()),
 						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
 						  "reading the registered shape") == 0)
 		return false;
@@ -751,7 +751,7 @@ asof_registry_plan(void)
 	static SPIPlanPtr registry_plan = NULL;
 	static const char *registry_plan_shape = NULL;	/* its shape columns */
 	Oid			argtypes[1] = {REGCLASSOID};
-	const char *shape_sql = scd2_registry_shape_sql();
+	const char *shape_sql = registry_shape_sql();
 
 	if (registry_plan != NULL && strcmp(shape_sql, registry_plan_shape) != 0)
 	{

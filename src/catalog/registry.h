@@ -59,7 +59,6 @@ typedef struct Scd2Target
 	char	   *stg_name;
 } Scd2Target;
 
-extern const char *scd2_registry_shape_sql(void);
 extern Scd2Registration *scd2_registry_read(Oid dim_oid, const char *dim_name);
 extern bool scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,
 									Scd2AsofRegistration *out, bool missing_ok);

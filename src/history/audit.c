@@ -12,7 +12,6 @@
 
 #include "common/common.h"
 #include "history/history.h"
-#include "load/steps.h"
 
 /* the audit row's parameters: 9 columns and the metrics */
 #define SCD2_AUDIT_MAX_ARGS (9 + sizeof(Scd2Metrics) / sizeof(int64))

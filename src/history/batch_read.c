@@ -25,7 +25,6 @@
 #include "common/common.h"
 #include "history/history.h"
 #include "history/runs.h"
-#include "citus/citus.h"
 
 /* What the run did to a row: the array's code and the feed's action. */
 static const struct

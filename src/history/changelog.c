@@ -65,7 +65,6 @@
 #include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
-#include "load/worktable.h"
 
 static void copy_work_rows(int64 run_id, bool keep);
 

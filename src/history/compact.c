@@ -40,7 +40,6 @@
 #include "common/common.h"
 #include "history/history.h"
 #include "history/runs.h"
-#include "load/worktable.h"
 
 /* Why the feed of the run cannot be read from the dimension. */
 static void

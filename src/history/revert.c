@@ -63,7 +63,6 @@
 #include "common/common.h"
 #include "history/history.h"
 #include "history/runs.h"
-#include "load/worktable.h"
 
 PG_FUNCTION_INFO_V1(scd2_revert);
 

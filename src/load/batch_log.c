@@ -64,7 +64,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "load/steps.h"

@@ -46,6 +46,7 @@
 #include "utils/lsyscache.h"
 
 #include "common/common.h"
+#include "history/history.h"
 #include "load/steps.h"
 #include "load/runner.h"
 #include "load/worktable.h"

@@ -21,7 +21,6 @@
 
 #include "common/common.h"
 #include "load/runner.h"
-#include "load/load.h"
 
 /*
  * A node line of EXPLAIN's text output: the top node, a line with an

@@ -45,12 +45,10 @@
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
-#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "load/steps.h"
 #include "load/runner.h"
-#include "load/worktable.h"
 #include "citus/citus.h"
 
 /* Below this many rows the indexes are kept up to date as the rows go in. */

@@ -39,6 +39,7 @@
 
 #include "catalog/registry.h"
 #include "common/common.h"
+#include "history/history.h"
 #include "load/steps.h"
 #include "load/runner.h"
 #include "load/worktable.h"
@@ -147,7 +148,7 @@ int_width(Oid typid)
  * is UTC (then no value moves: PostgreSQL does not even rewrite the table).
  */
 static Widening
-widening(Oid from, int32 frommod, Oid to, int32 tomod)
+classify_widening(Oid from, int32 frommod, Oid to, int32 tomod)
 {
 	int			fp,
 				fs,
@@ -455,7 +456,7 @@ check_differences(SchemaMode mode, const Scd2Registration *reg, Relation dim, Re
 	foreach(lc, retyped)
 	{
 		Diff	   *d = lfirst(lc);
-		Widening	w = widening(d->dim->atttypid, d->dim->atttypmod,
+		Widening	w = classify_widening(d->dim->atttypid, d->dim->atttypmod,
 								 d->stg->atttypid, d->stg->atttypmod);
 
 		if (w != WIDEN_YES)

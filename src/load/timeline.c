@@ -10,6 +10,7 @@
 #include "executor/spi.h"
 
 #include "common/common.h"
+#include "history/history.h"
 #include "load/steps.h"
 #include "load/runner.h"
 #include "load/worktable.h"

@@ -6,7 +6,6 @@
 
 #include "scd2.h"
 
-#include "history/history.h"
 
 #include "lib/stringinfo.h"
 

@@ -18,6 +18,7 @@
 #include "utils/tuplestore.h"
 
 #include "common/common.h"
+#include "history/history.h"
 #include "load/steps.h"
 #include "load/runner.h"
 #include "load/worktable.h"

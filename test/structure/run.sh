@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# scd2 structure test (issue 23): the files of src/ form no circle.
+# scd2 structure test: src/'s folders keep their levels, and its files form
+# no circle.
 #
-# structure.awk reads src/*.c and src/*.h (POSIX awk, nothing to install,
-# no server needed) and reports
+# structure.awk reads src/*.[ch] and src/*/*.[ch] (POSIX awk, nothing to
+# install, no server needed) and reports
+#   levels              a file that calls a function of, or includes a
+#                       header of, a folder above its own or beside it
+#                       (LEVELS below, as docs/ARCHITECTURE.md draws them:
+#                       each folder over the ones after it; "a|b" share a
+#                       level and may not use each other); src/*.c is above
+#                       every folder, src/*.h below every folder; a folder
+#                       on no level is a finding too
 #   include-cycles      a cycle of #include "..." between src/ files
 #   call-cycles         a cycle of calls between src/ files: a function
 #                       defined in a.c and referenced from b.c makes the
@@ -12,9 +20,10 @@
 #   duplicate-bodies    one function body in two files, or one exported
 #                       name defined twice
 # Each is one test, failing with its findings printed (a cycle as the
-# files it passes through and the function of each edge).  A sixth test
-# plants a circle in two scratch files and checks that the checker sees
-# it, so the test cannot pass by finding nothing.
+# files it passes through and the function of each edge).  Two more tests
+# plant what each check must find -- a circle in scratch files, and a call
+# and an include from a lower folder up -- and check that the checker sees
+# them, so the test cannot pass by finding nothing.
 #
 # Prints `structure: N passed, M failed`; exits non-zero on any failure.
 set -u
@@ -37,8 +46,13 @@ check() {					# check NAME: the findings of that check
     fi
 }
 
-awk -f "$here/structure.awk" "$root"/src/*.c "$root"/src/*/*.c "$root"/src/*.h "$root"/src/*/*.h >"$work/report" 2>&1 ||
+# The folders of src/, highest first (docs/ARCHITECTURE.md, "Levels").
+LEVELS="load history asof catalog common|citus"
+
+awk -v levels="$LEVELS" -f "$here/structure.awk" "$root"/src/*.c "$root"/src/*/*.c "$root"/src/*.h \
+    "$root"/src/*/*.h >"$work/report" 2>&1 ||
     { cat "$work/report"; echo "structure: 0 passed, 1 failed"; exit 1; }
+check levels level
 check include-cycles include-cycle
 check call-cycles call-cycle
 check single-use-exports single-use
@@ -102,6 +116,62 @@ if [ -z "$miss" ]; then
 else
     echo "FAILED planted-circle: the checker missed what was planted$miss"
     sed 's/^/    got: /' "$work/planted.out"
+    failed=$((failed + 1))
+fi
+
+# The levels: a file of common/ calls a function of load/ and includes its
+# header, a file of citus/ calls one of common/ (beside it), and a folder
+# is on no level; load/ calling down into common/ is no finding.
+mkdir -p "$work/levels/src/load" "$work/levels/src/common" "$work/levels/src/citus" "$work/levels/src/attic"
+cat >"$work/levels/src/load/steps.h" <<'EOF'
+extern int load_step(int x);
+EOF
+cat >"$work/levels/src/load/driver.c" <<'EOF'
+int
+load_step(int x)
+{
+	return common_helper(x) + 1;
+}
+EOF
+cat >"$work/levels/src/common/helper.c" <<'EOF'
+#include "load/steps.h"
+int
+common_helper(int x)
+{
+	return x > 100 ? load_step(x - 100) : x;
+}
+EOF
+cat >"$work/levels/src/citus/shards.c" <<'EOF'
+int
+citus_shard(int x)
+{
+	return common_helper(x) * 2;
+}
+EOF
+cat >"$work/levels/src/attic/old.c" <<'EOF'
+int
+attic_old(int x)
+{
+	return x;
+}
+EOF
+awk -v levels="$LEVELS" -f "$here/structure.awk" "$work"/levels/src/*/*.c "$work"/levels/src/*/*.h \
+    >"$work/levels.out" 2>&1
+want="level  common/helper.c calls load_step of load/driver.c, a folder above it
+level  common/helper.c includes load/steps.h, a folder above it
+level  citus/shards.c calls common_helper of common/helper.c, a folder beside it
+level  folder attic/ is on no level
+check levels: 4 findings"
+miss=""
+while IFS= read -r line; do
+    grep -Fqx "$line" "$work/levels.out" || miss="$miss
+    missing: $line"
+done <<<"$want"
+if [ -z "$miss" ]; then
+    echo "ok     planted-upward-call"; passed=$((passed + 1))
+else
+    echo "FAILED planted-upward-call: the checker missed what was planted$miss"
+    sed 's/^/    got: /' "$work/levels.out"
     failed=$((failed + 1))
 fi
 

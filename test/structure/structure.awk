@@ -49,9 +49,35 @@ function strip(line,    out, i, c, n, d) {
 
 function isheader(f) { return f ~ /\.h$/ }
 function base(f) { sub(/.*\//, "", f); return f }
+# the folder a file is in: the directory it is in, "" for src/ itself
+function folderof(path,    d) {
+	d = path
+	if (d !~ /\//) return ""
+	sub(/\/[^\/]*$/, "", d)
+	sub(/.*\//, "", d)
+	return d == "src" ? "" : d
+}
+# a file's level (-v levels="a b c|d": a over b over c and d): a .c file
+# in src/ itself is above every folder, a header there below every folder
+# (scd2.h, compat.h, metrics.h: shared declarations); a folder not in
+# levels has none (-1)
+function levelof(f,    fo) {
+	fo = folder[f]
+	if (fo == "") return isheader(f) ? 1000 : 0
+	return (fo in rank) ? rank[fo] : -1
+}
+
+BEGIN {
+	nl = split(levels, lv, / +/)
+	for (i = 1; i <= nl; i++) {
+		ns = split(lv[i], same, /\|/)
+		for (j = 1; j <= ns; j++) rank[same[j]] = i
+	}
+}
 
 FNR == 1 {
 	file = base(FILENAME)
+	folder[file] = folderof(FILENAME)
 	files[file] = 1
 	nfiles++
 	order[nfiles] = file
@@ -223,6 +249,28 @@ END {
 		split(k, parts, SUBSEP)
 		if (parts[1] == "call") print "edge  " parts[2] " -> " parts[3] " (" edge[k] ")"
 	}
+	# levels: a file may use (call, include) its own folder and the folders
+	# below it, never one above it or beside it
+	nf = 0
+	if (levels != "") {
+		for (f in files) if (folder[f] != "" && !(folder[f] in rank) && !(folder[f] in unlevelled)) {
+			unlevelled[folder[f]] = 1
+			print "level  folder " folder[f] "/ is on no level"
+			nf++
+		}
+		for (k in edge) {
+			split(k, parts, SUBSEP)
+			u = parts[2]; v = parts[3]
+			if (folder[u] == folder[v] || levelof(u) < 0 || levelof(v) < 0) continue
+			if (levelof(u) < levelof(v)) continue
+			what = parts[1] == "call" ? "calls " edge[k] " of" : "includes"
+			print "level  " (folder[u] == "" ? "" : folder[u] "/") u " " what " " \
+				(folder[v] == "" ? "" : folder[v] "/") v ", a folder " \
+				(levelof(u) == levelof(v) ? "beside" : "above") " it"
+			nf++
+		}
+	}
+	print "check levels: " nf " findings"
 	nf = cycles("inc", "include-cycle")
 	print "check include-cycles: " nf " findings"
 	nf = cycles("call", "call-cycle")
