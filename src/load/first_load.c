@@ -130,7 +130,10 @@ created_indexes(LoadState *st, int *n)
 {
 	FirstLoadIndex *idx;
 	Oid			types[1] = {TEXTARRAYOID};
-	/* $1: the registry's created_indexes, as the load read its registration */
+	/*
+	 * $2 ($1 is the load's effective_at): the registry's created_indexes,
+	 * from the registration the load read
+	 */
 	Datum		values[1] = {st->cfg->reg->created_indexes != (Datum) 0 ? st->cfg->reg->created_indexes :
 	PointerGetDatum(construct_empty_array(TEXTOID))};
 
@@ -142,7 +145,7 @@ created_indexes(LoadState *st, int *n)
 								" JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
 								" LEFT JOIN pg_catalog.pg_tablespace t ON t.oid OPERATOR(pg_catalog.=) c.reltablespace"
 								" WHERE i.indrelid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
-								" AND c.relname OPERATOR(pg_catalog.=) ANY ($1)"
+								" AND c.relname OPERATOR(pg_catalog.=) ANY ($2)"
 								" AND i.indisvalid AND i.indisready AND NOT i.indisprimary AND NOT i.indisexclusion"
 								" AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k"
 								"   WHERE k.conindid OPERATOR(pg_catalog.=) c.oid)"

@@ -17,7 +17,7 @@
 #                       the backend is not readable).  Default: the load's
 #                       bound, hash_mem (work_mem * hash_mem_multiplier, i.e.
 #                       2 x work_mem by default: every statement of a load
-#                       shares it, src/load_memory.c) + temp_buffers (the
+#                       shares it, src/load/memory.c) + temp_buffers (the
 #                       work tables' buffers) + 32 MB (the backend itself:
 #                       catalog caches, plans, libraries), with the
 #                       session's settings

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scd2 under Valgrind memcheck: runs the pg_regress suite once against a
 # cluster whose every backend runs under valgrind, then reports the errors
-# whose stack passes through scd2's code (src/*.c).
+# whose stack passes through scd2's code (src/*.c, src/*/*.c).
 #
 # opt-in: valgrind
 # Not run by scripts/test.sh unless asked (the suite takes several minutes
@@ -80,9 +80,9 @@ sleep 1
 fi
 
 # Errors: every valgrind error record ("==pid== <kind>" up to a blank
-# "==pid== " line); those with a frame in scd2's code ("(load.c:123)" for
-# a file of src/, or "scd2.so" without debug information) are ours.
-export OURS_RE="scd2\\.so|\\(($(cd "$SCD2_ROOT/src" && ls *.c | sed 's/\.c$//' | paste -sd'|'))\\.c:[0-9]+\\)"
+# "==pid== " line); those with a frame in scd2's code ("(driver.c:123)" for
+# a file of src/ or its folders, or "scd2.so" without debug information) are ours.
+export OURS_RE="scd2\\.so|\\(($(cd "$SCD2_ROOT/src" && ls *.c */*.c | sed 's#.*/##; s/\.c$//' | paste -sd'|'))\\.c:[0-9]+\\)"
 report=$SCD2_RUN_DIR/scd2-errors.txt
 : >"$report"
 total=0 ours=0
