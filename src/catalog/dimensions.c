@@ -508,6 +508,28 @@ scd2_registry_refresh_shape(Oid dim_oid)
 			 scd2_relation_display_name(dim_oid));
 }
 
+PG_FUNCTION_INFO_V1(scd2_choose_index_name);
+
+/*
+ * A name for a new index of a dimension: the table's name and the label,
+ * cut to fit NAMEDATALEN (at a character boundary) and numbered when
+ * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
+ * uses it.
+ */
+Datum
+scd2_choose_index_name(PG_FUNCTION_ARGS)
+{
+	Oid			dim = PG_GETARG_OID(0);
+	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *relname = get_rel_name(dim);
+	char	   *name;
+
+	if (relname == NULL)
+		scd2_report_no_relation(dim);
+	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
+	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
+}
+
 /* ---------- reads ---------- */
 
 /*
@@ -904,71 +926,4 @@ scd2_registry_targets(int *ntargets)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return targets;
-}
-
-/*
- * The registered shape (scd2.dimensions.shape_*: the business key,
- * validity, is_current and surrogate key columns with the types they had
- * when the dimension was registered) must still be the dimension's: a
- * column dropped, or retyped (valid_to turned into a date, the key into
- * text, ...), makes loads and scd2.asof refuse until the dimension is
- * registered again -- register checks the new shape and rebuilds the
- * indexes.  columns is text[], types oid[] (NULL: the column was missing
- * already), typmods int4[].
- */
-void
-scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
-							Datum types, Datum typmods)
-{
-	Datum	   *names;
-	Datum	   *typs;
-	Datum	   *mods;
-	bool	   *namenulls;
-	bool	   *typnulls;
-	bool	   *modnulls;
-	int			n,
-				ntyp,
-				nmod;
-
-	deconstruct_array(DatumGetArrayTypeP(columns), TEXTOID, -1, false, TYPALIGN_INT,
-					  &names, &namenulls, &n);
-	deconstruct_array(DatumGetArrayTypeP(types), OIDOID, sizeof(Oid), true, TYPALIGN_INT,
-					  &typs, &typnulls, &ntyp);
-	deconstruct_array(DatumGetArrayTypeP(typmods), INT4OID, sizeof(int32), true, TYPALIGN_INT,
-					  &mods, &modnulls, &nmod);
-	if (ntyp != n || nmod != n)
-		elog(ERROR, "scd2: the registered shape of %s is inconsistent", dim_name);
-
-	for (int i = 0; i < n; i++)
-	{
-		char	   *name;
-		AttrNumber	attnum;
-		Oid			typid;
-		int32		typmod;
-		Oid			collid;
-
-		if (namenulls[i])
-			continue;
-		name = TextDatumGetCString(names[i]);
-		attnum = get_attnum(relid, name);
-		if (attnum == InvalidAttrNumber || attnum < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("dimension %s has changed since it was registered", dim_name),
-					 errdetail("Column \"%s\", part of its registration, no longer exists.", name),
-					 errhint("Register the dimension again with scd2.register(), which checks its new shape.")));
-		if (typnulls[i] || modnulls[i])
-			continue;			/* missing when registered: nothing to compare */
-		get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
-		if (typid != DatumGetObjectId(typs[i]) || typmod != DatumGetInt32(mods[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("dimension %s has changed since it was registered", dim_name),
-					 errdetail("Column \"%s\" had type %s when the dimension was registered and has type %s now.",
-							   name,
-							   format_type_extended(DatumGetObjectId(typs[i]), DatumGetInt32(mods[i]),
-													FORMAT_TYPE_TYPEMOD_GIVEN),
-							   format_type_extended(typid, typmod, FORMAT_TYPE_TYPEMOD_GIVEN)),
-					 errhint("Register the dimension again with scd2.register(), which checks its new shape.")));
-	}
 }

@@ -68,6 +68,7 @@ extern bool scd2_registry_read_shape(Oid dim_oid, Datum *shape);
 extern void scd2_registry_run_header(const Scd2Registration *reg, Datum *values, bool *nulls);
 #define SCD2_REGISTRY_RUN_HEADER_COLS 7
 extern char *scd2_registry_changed_since_run(int64 run_id, char **current_valid_to);
+/* shape.c */
 extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum columns,
 										Datum types, Datum typmods);
 

@@ -12,7 +12,6 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
-#include "commands/defrem.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -259,28 +258,6 @@ scd2_lock_dimension(Oid dim_oid, const char *dim_name_in, const char *detail_fmt
 				 errhint("Retry when the other load has finished, or raise lock_timeout.")));
 	}
 	PG_END_TRY();
-}
-
-PG_FUNCTION_INFO_V1(scd2_choose_index_name);
-
-/*
- * A name for a new index of a dimension: the table's name and the label,
- * cut to fit NAMEDATALEN (at a character boundary) and numbered when
- * taken -- core's own ChooseRelationName, as CREATE INDEX without a name
- * uses it.
- */
-Datum
-scd2_choose_index_name(PG_FUNCTION_ARGS)
-{
-	Oid			dim = PG_GETARG_OID(0);
-	char	   *label = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *relname = get_rel_name(dim);
-	char	   *name;
-
-	if (relname == NULL)
-		scd2_report_no_relation(dim);
-	name = ChooseRelationName(relname, NULL, label, get_rel_namespace(dim), false);
-	PG_RETURN_DATUM(DirectFunctionCall1(namein, CStringGetDatum(name)));
 }
 
 /* An argument a SQL-callable function needs: "<what> must not be NULL". */
