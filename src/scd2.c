@@ -157,5 +157,7 @@ _PG_init(void)
 							   NULL, NULL, NULL);
 	/* the fast path's probes in key order (fast_path_plan.c) */
 	scd2_fast_path_plan_init();
+	/* the counts of a running load's statements (load/progress.c) */
+	scd2_progress_init();
 	MarkGUCPrefixReserved("scd2");
 }

@@ -14,12 +14,13 @@
  *
  * What such an operation reads to decide what it writes is the
  * dimension and scd2's own rows of it (watched_tables below): its
- * registration, its runs (scd2.change_log_runs: every load, revert and
- * prune writes its run's row or marks it, so a change to the change log's
- * rows -- scd2.change_log, scd2.change_log_batches, keyed by run --
- * comes with a change to these), and an order-free dimension's arrival
- * memory, which a load can change without writing the dimension (a
- * delete of an absent key, an unchanged observation: issue 52).
+ * registration, an order-free dimension's arrival memory, which a load
+ * can change without writing the dimension (a delete of an absent key,
+ * an unchanged observation: issue 52), and its runs
+ * (scd2.change_log_runs: every load, revert and prune writes its run's
+ * row or marks it, so a change to the change log's rows --
+ * scd2.change_log, scd2.change_log_batches, keyed by run -- comes with a
+ * change to these).
  *
  * The check, taken under the lock, when no other writer of these can be
  * running: every tuple of the dimension (each heap leaf partition) and
@@ -67,8 +68,8 @@ static const struct
 	const char *what;
 }			watched_tables[] = {
 	{"dimensions", "the dimension's registration (scd2.dimensions)"},
-	{"change_log_runs", "the dimension's runs (scd2.change_log_runs)"},
 	{"arrival_memory", "the dimension's arrival memory (scd2.arrival_memory)"},
+	{"change_log_runs", "the dimension's runs (scd2.change_log_runs)"},
 };
 
 /* Whether a transaction of this tuple (inserter, updater) is ours. */

@@ -301,6 +301,7 @@ scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *o
 	int64		complex_keys = 0;
 	int64		late_rows = 0;
 	bool		hook_sorts;
+	char	   *sql;
 
 	if (several)
 	{
@@ -308,10 +309,13 @@ scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *o
 		complex_keys = (int64) SPI_processed;
 	}
 	hook_sorts = fast_path_hook_sorts(st, several);
-	scd2_load_exec_probing_into(st, (double) st->source_rows,
-								scd2_sql_fast_path(cfg, several, obs != NULL, hook_sorts),
+	sql = scd2_sql_fast_path(cfg, several, obs != NULL, hook_sorts);
+	/* the staging rows it classifies, in the load's progress */
+	scd2_progress_count_statement(sql, false);
+	scd2_load_exec_probing_into(st, (double) st->source_rows, sql,
 								scd2_classify_copier(cfg, CHG_TABLE_RELNAME, st->sk_seq, obs, &late_rows),
 								hook_sorts ? cfg->stg_oid : InvalidOid, "classifying staging rows");
+	scd2_progress_count_done();
 	if (late_rows == 0)
 		return complex_keys;	/* nothing to move: the statement would scan the change table for nothing */
 	scd2_load_exec(st, scd2_sql_move_complex(cfg, CHG_TABLE, KEYS_TABLE), SPI_OK_INSERT,

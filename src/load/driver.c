@@ -195,7 +195,7 @@ validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m)
 	const Scd2Config *cfg = st->cfg;
 	bool		several;
 
-	scd2_progress_begin(cfg, req->dim_oid, req->stg_oid);
+	scd2_progress_begin(req->dim_oid, req->stg_oid);
 	scd2_progress_phase(SCD2_PROGRESS_VALIDATING, 0, -1, -1, -1);
 	scd2_check_conversions(st);
 	m->source_rows = scd2_validate_staging(st, &several);

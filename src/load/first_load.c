@@ -230,6 +230,7 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 	const Scd2Config *cfg = st->cfg;
 	FirstLoadIndex *idx = NULL;
 	int			nidx = 0;
+	char	   *sql;
 
 	if (scd2_first_load_rebuild_indexes && st->source_rows >= SCD2_FIRST_LOAD_REBUILD_MIN_ROWS)
 		idx = created_indexes(st, &nidx);
@@ -237,7 +238,11 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 		scd2_load_exec(st, psprintf("DROP INDEX %s", idx[i].qualified), SPI_OK_UTILITY,
 					   "dropping an index for the first load");
 
-	scd2_load_exec(st, sql_insert(cfg), SPI_OK_INSERT, "writing the dimension");
+	sql = sql_insert(cfg);
+	/* the rows it inserts, in the load's progress */
+	scd2_progress_count_statement(sql, true);
+	scd2_load_exec(st, sql, SPI_OK_INSERT, "writing the dimension");
+	scd2_progress_count_done();
 	m->inserted = (int64) SPI_processed;
 	m->unchanged = m->source_rows - m->inserted;
 

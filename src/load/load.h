@@ -11,4 +11,7 @@ extern void scd2_memory_budget_init(void);
 /* fast_path_plan.c: the fast path's planner hook */
 extern void scd2_fast_path_plan_init(void);
 
+/* progress.c: the executor hooks that count a load's rows */
+extern void scd2_progress_init(void);
+
 #endif							/* SCD2_LOAD_LOAD_H */

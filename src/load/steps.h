@@ -26,7 +26,7 @@ typedef struct Scd2ClassifyCounts
 	int64		complex_rows;	/* staging rows of complex keys */
 } Scd2ClassifyCounts;
 
-/* load_progress.c: a running load's phase, in pg_stat_activity */
+/* progress.c: a running load's phase and counts, in pg_stat_activity */
 typedef enum Scd2ProgressPhase
 {
 	SCD2_PROGRESS_VALIDATING,
@@ -37,9 +37,11 @@ typedef enum Scd2ProgressPhase
 	SCD2_PROGRESS_FEED,
 	SCD2_PROGRESS_PHASES		/* how many */
 } Scd2ProgressPhase;
-extern void scd2_progress_begin(const Scd2Config *cfg, Oid dim_oid, Oid stg_oid);
+extern void scd2_progress_begin(Oid dim_oid, Oid stg_oid);
 extern void scd2_progress_phase(Scd2ProgressPhase phase, int64 rows_done, int64 rows_total,
 								int64 changes_done, int64 changes_total);
+extern void scd2_progress_count_statement(const char *sql, bool changes);
+extern void scd2_progress_count_done(void);
 extern void scd2_progress_end(void);
 
 /* load_access.c */

@@ -258,19 +258,21 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 	char	   *triggers = skipping_triggers(cfg->dim_oid);
 	MemoryContext cxt = CurrentMemoryContext;
 	List	   *current_indexes = NIL;	/* names of the current-row indexes */
+	char	   *sql;
 	volatile int64 written = 0;
 
 	/* looked up now: after an error the catalogs are not to be read */
 	if (triggers != NULL)
 		current_indexes = current_row_indexes(cfg->dim_oid);
 
+	sql = feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st)) :
+		scd2_sql_merge(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st));
+	/* the rows it writes, in the load's progress */
+	scd2_progress_count_statement(sql, true);
 	PG_TRY();
 	{
 		/* always nested loops: they keep the source's close-first order */
-		scd2_load_exec_probing(st, -1,
-						  feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st)) :
-						  scd2_sql_merge(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st)),
-						  feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
+		scd2_load_exec_probing(st, -1, sql, feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
 		written = (int64) SPI_processed;
 	}
 	PG_CATCH();
@@ -279,6 +281,7 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 		char	   *detail;
 
 		MemoryContextSwitchTo(cxt);
+		scd2_progress_count_done();
 		edata = CopyErrorData();
 		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION || triggers == NULL ||
 			!name_listed(current_indexes, edata->constraint_name))
@@ -292,6 +295,7 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 										 edata->constraint_name, detail));
 	}
 	PG_END_TRY();
+	scd2_progress_count_done();
 
 	if (written == total_changes)
 	{
