@@ -152,6 +152,7 @@ show(void)
 {
 	StringInfoData comment;
 	StringInfoData buf;
+	int			len = (int) strlen(progress.statement);
 	int64		usecs = progress.phase_start +
 		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 	int			room;
@@ -182,7 +183,7 @@ show(void)
 	}
 	initStringInfo(&buf);
 	appendBinaryStringInfo(&buf, progress.statement,
-						   pg_mbcliplen(progress.statement, (int) strlen(progress.statement), room));
+						   len <= room ? len : pg_mbcliplen(progress.statement, len, room));
 	appendBinaryStringInfo(&buf, comment.data, comment.len);
 	set_activity(buf.data);
 	progress.shown = true;
