@@ -1381,7 +1381,7 @@ COMMENT ON AGGREGATE scd2._repeats(anyelement) IS
 ------------------------------------------------------------------------------
 -- Issues 48 and 52: a running load keeps its statement in
 -- pg_stat_activity.query and appends its progress as a comment on a line of
--- its own (src/load_progress.c writes it; keep the pattern in step), with
+-- its own (src/load/progress.c writes it; keep the pattern in step), with
 -- counts that move within a phase and the phase's start in Unix seconds; a
 -- load that ends, fails or is cancelled leaves the statement alone.
 ------------------------------------------------------------------------------

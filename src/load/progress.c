@@ -1,5 +1,5 @@
 /*
- * load_progress.c -- a running load's phase and counts, for other sessions.
+ * progress.c -- a running load's phase and counts, for other sessions.
  *
  * PostgreSQL's progress views (pg_stat_progress_*) serve its own commands
  * only: pgstat_progress_start_command takes one of a fixed list of command
