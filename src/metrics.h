@@ -7,7 +7,8 @@
  *   name    the field of Scd2Metrics (scd2.h) and the bigint column of
  *           scd2.audit_log (audit.c writes it; dbt's materialization reads
  *           every bigint column but run_id as a metric)
- *   words   what the NOTICE prints after the count: "<count> <words>"
+ *   words   what the NOTICE prints after the count, (one, many): "1 <one>",
+ *           "<count> <many>"
  *   shown   ALWAYS, or NONZERO: written into the audit row and shown in the
  *           NOTICE only when not 0 -- a metric whose audit_log column a later
  *           release adds, so that a server with the new library and the
@@ -40,22 +41,27 @@
 #define SCD2_METRICS_H
 
 #define SCD2_METRICS(X) \
-	X(source_rows,   "source rows",     ALWAYS,  SET,       "load.c, from scd2_validate_staging") \
-	X(inserted,      "inserted",        ALWAYS,  COUNTED,   "`_action = " WT_ACT_INSERT) \
-	X(new_versions,  "new versions",    ALWAYS,  COUNTED,   "`_action = " WT_ACT_NEW_VERSION) \
-	X(closed,        "closed",          ALWAYS,  COUNTED,   "`_action = " WT_ACT_CLOSE) \
-	X(deleted,       "deleted",         ALWAYS,  COUNTED,   "`_action = " WT_ACT_DELETE) \
-	X(shortened,     "shortened",       ALWAYS,  COUNTED,   "`_action = " WT_ACT_SHORTEN) \
-	X(type1_updated, "type 1 updates",  ALWAYS,  COUNTED,   "`_action = " WT_ACT_TYPE1) \
-	X(unchanged,     "unchanged",       ALWAYS,  DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
+	X(source_rows,   ("source row", "source rows"), ALWAYS,  SET,       "load.c, from scd2_validate_staging") \
+	X(inserted,      ("inserted", "inserted"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_INSERT) \
+	X(new_versions,  ("new version", "new versions"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_NEW_VERSION) \
+	X(closed,        ("closed", "closed"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_CLOSE) \
+	X(deleted,       ("deleted", "deleted"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_DELETE) \
+	X(shortened,     ("shortened", "shortened"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_SHORTEN) \
+	X(type1_updated, ("type 1 update", "type 1 updates"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_TYPE1) \
+	X(unchanged,     ("unchanged", "unchanged"), ALWAYS,  DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
 															(cc->distinct - cc->kept - cc->y_applied)) \
-	X(duplicates,    "duplicates",      ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct) \
-	X(filled_in_place, "filled in place", NONZERO, SET,     "load_schema.c, scd2_schema_count_fills: Type 1 updates that gave a current version a column the load added") \
-	X(extended,      "extended",        NONZERO, COUNTED,   "`_action = " WT_ACT_EXTEND) \
-	X(removed,       "removed",         NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE)
+	X(duplicates,    ("duplicate", "duplicates"), ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct) \
+	X(filled_in_place, ("filled in place", "filled in place"), NONZERO, SET,     "load_schema.c, scd2_schema_count_fills: Type 1 updates that gave a current version a column the load added") \
+	X(extended,      ("extended", "extended"), NONZERO, COUNTED,   "`_action = " WT_ACT_EXTEND) \
+	X(removed,       ("removed", "removed"), NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE)
 
 /* The field of Scd2Metrics. */
 #define SCD2_METRIC_FIELD(name, words, shown, source, how) int64 name;
+
+/* The NOTICE's words for a count: SCD2_METRIC_WORDS(words, count). */
+#define SCD2_METRIC_ONE(one, many) one
+#define SCD2_METRIC_MANY(one, many) many
+#define SCD2_METRIC_WORDS(words, count) ((count) == 1 ? SCD2_METRIC_ONE words : SCD2_METRIC_MANY words)
 
 /* Whether a metric of this value is written and shown. */
 #define SCD2_METRIC_SHOWN_ALWAYS(value) true

@@ -99,7 +99,10 @@
   {%- endcall %}
   {%- set m = namespace(parts=[], written=0) -%}
   {%- for name, value in load_result('scd2_metrics')['data'] -%}
-    {%- do m.parts.append(value ~ " " ~ name.replace('_', ' ')) -%}
+    {#- one of a count: "1 source row", "1 new version", "1 duplicate" -#}
+    {%- set words = name.replace('_', ' ') -%}
+    {%- if value == 1 and words.endswith('s') -%}{%- set words = words[:-1] -%}{%- endif -%}
+    {%- do m.parts.append(value ~ " " ~ words) -%}
     {%- if name not in ['source_rows', 'unchanged', 'duplicates'] -%}
       {%- set m.written = m.written + value -%}
     {%- endif -%}

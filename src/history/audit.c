@@ -102,7 +102,8 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 
 #define NOTICE_METRIC(name, words, shown, source, how) \
 	if (SCD2_METRIC_SHOWN(shown, m->name)) \
-		appendStringInfo(&buf, "%s%lld " words, buf.len > 0 ? ", " : "", (long long) m->name);
+		appendStringInfo(&buf, "%s%lld %s", buf.len > 0 ? ", " : "", (long long) m->name, \
+						 SCD2_METRIC_WORDS(words, m->name));
 
 /* The one-line summary a CALL prints. */
 void
