@@ -1,6 +1,7 @@
 -- CALL scd2.apply: the procedure form for psql, dbt hooks and pg_cron.
--- Returns the run id, prints a NOTICE with the metrics, works inside a
--- transaction block; a failed top-level CALL leaves an error row.
+-- Prints a NOTICE with the metrics (the form of four arguments also
+-- returns the run id), works inside a transaction block; a failed
+-- top-level CALL leaves an error row.  From PL/pgSQL: apply_plpgsql.
 SET client_min_messages = notice;
 SET TimeZone = 'UTC';
 CREATE SCHEMA app;
@@ -10,7 +11,7 @@ SELECT scd2.create_dimension('dim', 'stg', ARRAY['id']);
 INSERT INTO stg VALUES (1, 'Oslo'), (2, 'Rome');
 
 -- Top level.
-CALL scd2.apply('stg', 'dim', '2024-01-01') \gset first_
+CALL scd2.apply('stg', 'dim', '2024-01-01', NULL) \gset first_
 SELECT :first_run_id = max(run_id) AS returns_its_run_id FROM scd2.audit_log;
 SELECT * FROM scd2_test.last_metrics('dim');
 
@@ -27,9 +28,9 @@ SELECT count(*) AS runs_after_rollback FROM scd2.audit_log WHERE run_id > :first
 -- Inside a committed block: two loads in one transaction at two instants.
 BEGIN;
 UPDATE stg SET city = 'Milan' WHERE id = 2;
-CALL scd2.apply('stg', 'dim', '2024-02-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-02-01', NULL) \gset
 UPDATE stg SET city = 'Turin' WHERE id = 2;
-CALL scd2.apply('stg', 'dim', '2024-03-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-03-01', NULL) \gset
 COMMIT;
 SELECT id, city, valid_from, valid_to, is_current FROM dim ORDER BY id, valid_from;
 
@@ -59,7 +60,7 @@ SELECT count(*) AS error_rows FROM scd2.audit_log WHERE status = 'error' AND dim
 DELETE FROM stg WHERE id IS NULL;
 UPDATE stg SET city = 'Bari' WHERE id = 2;
 BEGIN;
-CALL scd2.apply('stg', 'dim', '2024-06-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-06-01', NULL) \gset
 SELECT username = current_user AS by_me, txid = pg_current_xact_id() AS same_txn,
        finished_at >= started_at AS timed, duration >= '0'::interval AS has_duration
   FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;

@@ -17,12 +17,12 @@ CREATE TABLE dim_a (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, cit
                     is_current boolean NOT NULL DEFAULT true);
 SELECT scd2.register('dim_a', ARRAY['id'], effective_column => 'updated_at');
 INSERT INTO stg_a VALUES (1, 'Oslo', '2024-01-01'), (2, 'Rome', '2024-01-01');
-CALL scd2.apply('stg_a', 'dim_a') \gset
+CALL scd2.apply('stg_a', 'dim_a', now(), NULL) \gset
 -- A later updated_at alone is no change (never tracked); a changed city is,
 -- and the new version carries its own updated_at.
 TRUNCATE stg_a;
 INSERT INTO stg_a VALUES (1, 'Oslo', '2024-02-01'), (2, 'Milan', '2024-02-01');
-CALL scd2.apply('stg_a', 'dim_a') \gset
+CALL scd2.apply('stg_a', 'dim_a', now(), NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_a');
 SELECT id, city, updated_at, valid_from, valid_to, is_current FROM dim_a ORDER BY id, valid_from;
 SELECT scd2_test.invariants('dim_a');
@@ -32,7 +32,7 @@ SELECT scd2_test.invariants('dim_a');
 TRUNCATE stg_a;
 INSERT INTO stg_a VALUES (1, 'Bergen', '2024-03-01'), (1, 'Bergen', '2024-04-01'), (1, 'Paris', '2024-05-01'),
                          (2, 'Turin', '2024-01-15');
-CALL scd2.apply('stg_a', 'dim_a') \gset
+CALL scd2.apply('stg_a', 'dim_a', now(), NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_a');
 SELECT id, city, updated_at, valid_from, valid_to FROM dim_a ORDER BY id, valid_from;
 SELECT scd2_test.invariants('dim_a');
@@ -53,17 +53,17 @@ RESET DateStyle;
 SELECT current_valid_to FROM scd2.dimensions WHERE dimension = 'dim_b'::regclass;
 SELECT pg_get_indexdef('dim_b_scd2_current'::regclass);
 INSERT INTO stg_b VALUES (1, 'Oslo', '2024-01-01'), (2, 'Rome', '2024-01-01');
-CALL scd2.apply('stg_b', 'dim_b') \gset
+CALL scd2.apply('stg_b', 'dim_b', now(), NULL) \gset
 TRUNCATE stg_b;
 INSERT INTO stg_b VALUES (1, 'Bergen', '2024-02-01'), (1, 'Paris', '2024-03-01'), (2, 'Rome', '2024-02-01'),
                          (3, 'Lima', '2024-02-01');
-CALL scd2.apply('stg_b', 'dim_b') \gset
+CALL scd2.apply('stg_b', 'dim_b', now(), NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_b');
 -- A late row splits history; a delete-free rerun writes nothing.
 TRUNCATE stg_b;
 INSERT INTO stg_b VALUES (2, 'Milan', '2023-06-01');
-CALL scd2.apply('stg_b', 'dim_b') \gset
-CALL scd2.apply('stg_b', 'dim_b') \gset
+CALL scd2.apply('stg_b', 'dim_b', now(), NULL) \gset
+CALL scd2.apply('stg_b', 'dim_b', now(), NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_b');
 SELECT sk, id, city, valid_from, valid_to FROM dim_b ORDER BY id, valid_from;
 -- One current row per key, enforced with the sentinel.
@@ -76,9 +76,9 @@ SELECT i.at, scd2.asof('dim_b', i.at, 1) AS key1, scd2.asof('dim_b', i.at, 2) AS
 TRUNCATE stg_b;
 INSERT INTO stg_b VALUES (1, 'Later', '2024-05-01'), (3, 'Never', '9999-12-31');
 SELECT count(*) AS runs_before FROM scd2.audit_log \gset
-CALL scd2.apply('stg_b', 'dim_b') \gset
+CALL scd2.apply('stg_b', 'dim_b', now(), NULL) \gset
 BEGIN;
-CALL scd2.apply('stg_b', 'dim_b') \gset
+CALL scd2.apply('stg_b', 'dim_b', now(), NULL) \gset
 ROLLBACK;
 SELECT count(*) AS dim_rows, max(valid_from) AS last_start FROM dim_b;
 -- snapshot mode with the sentinel: a missing key is closed at effective_at.
@@ -95,10 +95,10 @@ SELECT scd2.create_dimension('dim_d', 'stg_d', ARRAY['id'], current_valid_to => 
 SELECT pg_get_expr(adbin, adrelid) AS valid_to_default FROM pg_attrdef
  WHERE adrelid = 'dim_d'::regclass AND adnum = (SELECT attnum FROM pg_attribute WHERE attrelid = 'dim_d'::regclass AND attname = 'valid_to');
 INSERT INTO stg_d VALUES (1, 'a');
-CALL scd2.apply('stg_d', 'dim_d', '2024-01-01') \gset
+CALL scd2.apply('stg_d', 'dim_d', '2024-01-01', NULL) \gset
 TRUNCATE stg_d;
 INSERT INTO stg_d VALUES (1, 'b');
-CALL scd2.apply('stg_d', 'dim_d', '2024-02-01') \gset
+CALL scd2.apply('stg_d', 'dim_d', '2024-02-01', NULL) \gset
 SELECT id, v, valid_from, valid_to, is_current FROM dim_d ORDER BY valid_from;
 -- Bad values.
 SELECT scd2.register('dim_b', ARRAY['id'], current_valid_to => 'someday');
@@ -115,7 +115,7 @@ SELECT scd2.register('dim_c', ARRAY['id'], effective_column => 'updated_at', det
                      valid_from_column => 'dbt_valid_from', valid_to_column => 'dbt_valid_to');
 SELECT detect FROM scd2.dimensions WHERE dimension = 'dim_c'::regclass;
 INSERT INTO stg_c VALUES (1, 'Oslo', '2024-01-01'), (2, 'Rome', '2024-01-01'), (3, 'Lima', '2024-01-01');
-CALL scd2.apply('stg_c', 'dim_c') \gset
+CALL scd2.apply('stg_c', 'dim_c', now(), NULL) \gset
 TRUNCATE stg_c;
 INSERT INTO stg_c VALUES
     (1, 'Oslo', '2024-02-01'),      -- later, same values: a change
@@ -130,30 +130,30 @@ SELECT * FROM scd2_test.last_metrics('dim_c');
 TRUNCATE stg_c;
 INSERT INTO stg_c VALUES (2, 'Rome', '2024-03-01'), (2, 'Rome', '2024-04-01'), (2, 'Bari', '2023-01-01'),
                          (2, 'Rome', '2024-04-01');
-CALL scd2.apply('stg_c', 'dim_c') \gset
+CALL scd2.apply('stg_c', 'dim_c', now(), NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_c');
-CALL scd2.apply('stg_c', 'dim_c') \gset
+CALL scd2.apply('stg_c', 'dim_c', now(), NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_c');
 SELECT id, city, updated_at, dbt_valid_from, dbt_valid_to FROM dim_c ORDER BY id, dbt_valid_from;
 -- Two different rows at one later instant are still ambiguous.
 TRUNCATE stg_c;
 INSERT INTO stg_c VALUES (4, 'Nice', '2024-05-01'), (4, 'Cannes', '2024-05-01');
-CALL scd2.apply('stg_c', 'dim_c') \gset
+CALL scd2.apply('stg_c', 'dim_c', now(), NULL) \gset
 -- A closed key (deleted in snapshot mode) comes back only after its end.
 SELECT scd2.register('dim_c', ARRAY['id'], effective_column => 'updated_at', detect => 'timestamp',
                      mode => 'snapshot',
                      valid_from_column => 'dbt_valid_from', valid_to_column => 'dbt_valid_to');
 TRUNCATE stg_c;
 INSERT INTO stg_c VALUES (1, 'Oslo', '2024-02-01'), (2, 'Rome', '2024-04-01'), (4, 'Nice', '2024-02-01');
-CALL scd2.apply('stg_c', 'dim_c', '2024-06-01') \gset
+CALL scd2.apply('stg_c', 'dim_c', '2024-06-01', NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_c');
 TRUNCATE stg_c;
 INSERT INTO stg_c VALUES (1, 'Oslo', '2024-02-01'), (2, 'Rome', '2024-04-01'), (4, 'Nice', '2024-02-01'),
                          (3, 'Lima', '2024-05-01');
-CALL scd2.apply('stg_c', 'dim_c', '2024-07-01') \gset
+CALL scd2.apply('stg_c', 'dim_c', '2024-07-01', NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_c');
 UPDATE stg_c SET updated_at = '2024-06-15' WHERE id = 3;
-CALL scd2.apply('stg_c', 'dim_c', '2024-07-01') \gset
+CALL scd2.apply('stg_c', 'dim_c', '2024-07-01', NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim_c');
 SELECT id, city, dbt_valid_from, dbt_valid_to FROM dim_c WHERE id = 3 ORDER BY dbt_valid_from;
 -- Refused registrations.

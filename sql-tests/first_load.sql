@@ -36,13 +36,13 @@ SELECT created_indexes FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 -- 1. A first load that is refused writes nothing and leaves the indexes.
 --    a) ambiguous duplicates (they go the general way, which refuses them)
 INSERT INTO stg VALUES (5, 'other', NULL, NULL, false);
-CALL scd2.apply('stg', 'dim', '2024-01-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-01-01', NULL) \gset
 DELETE FROM stg WHERE id = 5 AND name = 'other';
 --    b) a row the dimension's CHECK constraint refuses, found by the
 --       INSERT itself -- after the first load dropped scd2's indexes
 ALTER TABLE dim ADD CONSTRAINT no_bad CHECK (name <> 'bad');
 UPDATE stg SET name = 'bad' WHERE id = 19999;
-CALL scd2.apply('stg', 'dim', '2024-01-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-01-01', NULL) \gset
 UPDATE stg SET name = 'n19999' WHERE id = 19999;
 ALTER TABLE dim DROP CONSTRAINT no_bad;
 SELECT count(*) AS dim_rows FROM dim;
@@ -55,7 +55,7 @@ SELECT i.name, i.idx_oid = c.oid AS same_index, i.def = pg_get_indexdef(c.oid) A
 --    dimension against readers while it runs (DROP INDEX), and leaves
 --    nothing behind.
 BEGIN;
-CALL scd2.apply('stg', 'dim', '2024-01-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-01-01', NULL) \gset
 SELECT mode FROM pg_locks WHERE relation = 'dim'::regclass AND locktype = 'relation'
    AND pid = pg_backend_pid() ORDER BY mode;
 SELECT count(*) AS dim_rows_inside FROM dim;
@@ -141,7 +141,7 @@ SELECT count(*) AS asof_found FROM generate_series(1, 20000) k
  WHERE scd2.asof('dim', '2024-01-02', k) IS NOT NULL;
 SELECT scd2.create_dimension('dim2', 'stg', ARRAY['id'], delete_column => 'gone');
 BEGIN;
-CALL scd2.apply('stg', 'dim2', '2024-01-01') \gset
+CALL scd2.apply('stg', 'dim2', '2024-01-01', NULL) \gset
 SELECT scd2.asof('dim2', '2024-01-02', 7) = (SELECT sk FROM dim2 WHERE id = 7) AS asof_in_transaction;
 COMMIT;
 \c
@@ -154,7 +154,7 @@ SELECT count(*) AS asof_found FROM generate_series(1, 20000) k
 
 -- 6. The next load of the dimension is an ordinary one.
 UPDATE stg SET city = 'moved' WHERE id <= 3;
-CALL scd2.apply('stg', 'dim', '2024-02-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-02-01', NULL) \gset
 SELECT * FROM scd2_test.last_metrics('dim');
 SELECT scd2_test.invariants('dim');
 UPDATE stg SET city = 'c' || id WHERE id <= 3;
@@ -166,7 +166,7 @@ CREATE TEMP TABLE small_before AS
 SELECT c.relname::text AS name, c.oid AS idx_oid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
  WHERE i.indrelid = 'small'::regclass;
 CREATE TEMP TABLE stg_small AS SELECT * FROM stg WHERE id <= 100;
-CALL scd2.apply('stg_small', 'small', '2024-01-01') \gset
+CALL scd2.apply('stg_small', 'small', '2024-01-01', NULL) \gset
 SELECT * FROM scd2_test.last_metrics('small');
 SELECT b.name, b.idx_oid = c.oid AS same_index FROM small_before b
   LEFT JOIN pg_class c ON c.relname = b.name AND c.relnamespace = 'first'::regnamespace ORDER BY b.name;
@@ -176,7 +176,7 @@ SELECT c.relname::text AS name, c.oid AS idx_oid FROM pg_index i JOIN pg_class c
  WHERE i.indrelid = 'kept'::regclass;
 BEGIN;
 SET LOCAL scd2.first_load_rebuild_indexes = off;
-CALL scd2.apply('stg', 'kept', '2024-01-01') \gset
+CALL scd2.apply('stg', 'kept', '2024-01-01', NULL) \gset
 SELECT mode FROM pg_locks WHERE relation = 'kept'::regclass AND locktype = 'relation'
    AND pid = pg_backend_pid() ORDER BY mode;
 COMMIT;

@@ -20,11 +20,11 @@ SELECT max_close_fraction FROM scd2.dimensions WHERE dimension = 'gdim'::regclas
 
 -- A first load of 10 keys: nothing to close.
 INSERT INTO gstg (id, v) SELECT g, 'a' FROM generate_series(1, 10) g;
-CALL scd2.apply('gstg', 'gdim', '2024-01-01') \gset
+CALL scd2.apply('gstg', 'gdim', '2024-01-01', NULL) \gset
 
 -- 2 of 10 keys missing: at the limit, loaded.
 DELETE FROM gstg WHERE id IN (9, 10);
-CALL scd2.apply('gstg', 'gdim', '2024-02-01') \gset
+CALL scd2.apply('gstg', 'gdim', '2024-02-01', NULL) \gset
 SELECT status, deleted FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 
 -- A partial extract: 3 of the 8 current keys left.  Refused with the
@@ -48,7 +48,7 @@ SELECT histops.checksum('gdim') = split_part(:'before', ' audit ', 1) AS dimensi
 -- The override, for one transaction.
 BEGIN;
 SET LOCAL scd2.allow_large_close = on;
-CALL scd2.apply('gstg', 'gdim', '2024-03-01') \gset
+CALL scd2.apply('gstg', 'gdim', '2024-03-01', NULL) \gset
 COMMIT;
 SELECT status, new_versions, closed, deleted FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 SELECT count(*) FILTER (WHERE valid_to IS NULL) AS current_keys FROM gdim;
@@ -61,7 +61,7 @@ SELECT histops.try($$CALL scd2.apply('gstg', 'gdim', '2024-04-01')$$);
 -- Registering again without it removes the limit.
 SELECT scd2.register('gdim', ARRAY['id'], delete_column => 'gone');
 SELECT max_close_fraction FROM scd2.dimensions WHERE dimension = 'gdim'::regclass;
-CALL scd2.apply('gstg', 'gdim', '2024-04-01') \gset
+CALL scd2.apply('gstg', 'gdim', '2024-04-01', NULL) \gset
 SELECT status, deleted FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 SELECT scd2_test.invariants('gdim');
 
@@ -71,9 +71,9 @@ CREATE TABLE fdim (id int NOT NULL, v int, valid_from timestamptz NOT NULL, vali
 CREATE TABLE fstg (id int, v int);
 SELECT scd2.register('fdim', ARRAY['id'], mode => 'snapshot', max_close_fraction => 0.7);
 INSERT INTO fstg SELECT generate_series(1, 10);
-CALL scd2.apply('fstg', 'fdim', '2024-01-01') \gset
+CALL scd2.apply('fstg', 'fdim', '2024-01-01', NULL) \gset
 DELETE FROM fstg WHERE id > 2;
 SELECT histops.try($$CALL scd2.apply('fstg', 'fdim', '2024-02-01')$$);
 INSERT INTO fstg VALUES (3);
-CALL scd2.apply('fstg', 'fdim', '2024-02-01') \gset
+CALL scd2.apply('fstg', 'fdim', '2024-02-01', NULL) \gset
 SELECT status, deleted FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;

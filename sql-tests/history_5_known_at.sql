@@ -59,7 +59,7 @@ CALL histops.kn_load('kstg', 'kdim', '2024-04-01');
 -- a load reverted later (its run and its revert both after the earlier known_at's)
 TRUNCATE kstg;
 INSERT INTO kstg (id, v, note, eff) VALUES (5, 'bad', 'n', '2024-05-01');
-CALL scd2.apply('kstg', 'kdim', '2024-05-01') \gset
+CALL scd2.apply('kstg', 'kdim', '2024-05-01', NULL) \gset
 SELECT max(run_id) AS bad_run FROM scd2.audit_log \gset
 SELECT finished_at AS bad_finished FROM scd2.audit_log WHERE run_id = :bad_run \gset
 SELECT scd2.revert(:bad_run) > 0 AS reverted;
@@ -101,7 +101,7 @@ SELECT regexp_replace(histops.try(format($$SELECT count(*) FROM scd2.dimension_a
 SELECT max(finished_at) AS last_finished FROM histops.kn \gset
 SET scd2.change_log = off;
 UPDATE kstg SET v = 'c', eff = '2024-06-01';
-CALL scd2.apply('kstg', 'kdim', '2024-06-01') \gset
+CALL scd2.apply('kstg', 'kdim', '2024-06-01', NULL) \gset
 RESET scd2.change_log;
 SELECT regexp_replace(histops.try(format($$SELECT count(*) FROM scd2.dimension_at(NULL::kdim, '2024-06-01', %L)$$, :'last_finished')),
                       '[0-9]{4}-[0-9-]+ [0-9:.]+[+]00', 'T', 'g');
@@ -110,7 +110,7 @@ CREATE TABLE pdim (id int NOT NULL, v text, valid_from timestamptz NOT NULL, val
 CREATE TABLE pstg (id int, v text);
 SELECT scd2.register('pdim', ARRAY['id']);
 INSERT INTO pstg VALUES (1, 'a');
-CALL scd2.apply('pstg', 'pdim', '2024-01-01') \gset
+CALL scd2.apply('pstg', 'pdim', '2024-01-01', NULL) \gset
 SELECT scd2.prune_change_log('0', 'pdim');
 SELECT histops.try($$SELECT count(*) FROM scd2.dimension_at(NULL::pdim, '2024-06-01', '2000-01-01')$$);
 -- arguments
@@ -146,10 +146,10 @@ CREATE TABLE dstg (id int, note noisy, v text);
 SET client_min_messages = warning;
 SELECT scd2.register('ddim', ARRAY['id'], type1 => ARRAY['v']);
 INSERT INTO dstg VALUES (1, 'n', 'x');
-CALL scd2.apply('dstg', 'ddim', '2024-01-01') \gset
+CALL scd2.apply('dstg', 'ddim', '2024-01-01', NULL) \gset
 SELECT finished_at AS t1 FROM scd2.audit_log WHERE run_id = :run_id \gset
 UPDATE dstg SET v = 'y';
-CALL scd2.apply('dstg', 'ddim', '2024-02-01') \gset
+CALL scd2.apply('dstg', 'ddim', '2024-02-01', NULL) \gset
 SET client_min_messages = notice;
 SELECT id, note, v FROM scd2.dimension_at(NULL::ddim, '2024-03-01', :'t1');
 SELECT id, note, v FROM scd2.dimension_at(NULL::ddim, '2024-03-01', now());
@@ -164,9 +164,9 @@ CREATE TABLE kn_rls_dim (id int NOT NULL, tenant text, v text, valid_from timest
 CREATE TABLE kn_rls_stg (id int, tenant text, v text);
 SELECT scd2.register('kn_rls_dim', ARRAY['id'], type1 => ARRAY['v']);
 INSERT INTO kn_rls_stg VALUES (1, 'a', 'x'), (2, 'b', 'secret');
-CALL scd2.apply('kn_rls_stg', 'kn_rls_dim', '2024-01-01') \gset
+CALL scd2.apply('kn_rls_stg', 'kn_rls_dim', '2024-01-01', NULL) \gset
 UPDATE kn_rls_stg SET v = 'y';
-CALL scd2.apply('kn_rls_stg', 'kn_rls_dim', '2024-02-01') \gset
+CALL scd2.apply('kn_rls_stg', 'kn_rls_dim', '2024-02-01', NULL) \gset
 ALTER TABLE kn_rls_dim ENABLE ROW LEVEL SECURITY;
 CREATE POLICY only_a ON kn_rls_dim TO regress_known_at_reader USING (tenant = 'a');
 GRANT USAGE ON SCHEMA histops TO regress_known_at_reader;

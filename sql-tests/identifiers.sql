@@ -99,7 +99,7 @@ SELECT scd2.create_dimension('dim_trap', 'stg_t', ARRAY['id', 'code'], effective
 CREATE TEMP TABLE feed_plain AS SELECT * FROM scd2.merge('stg_t', 'dim_plain');
 SET search_path = evil, hostile, pg_catalog, public;
 CREATE TEMP TABLE feed_trap AS SELECT * FROM scd2.merge('stg_t', 'dim_trap');
-CALL scd2.apply('stg_t', 'dim_trap') \gset
+CALL scd2.apply('stg_t', 'dim_trap', pg_catalog.now(), NULL) \gset
 RESET search_path;
 SET search_path = hostile, public;
 -- Second batch: a late change, a Type 1 change, a key coming back after
@@ -161,7 +161,7 @@ SELECT status, username, message FROM scd2.audit_log WHERE dimension = 'hostile.
 -- dimension; USAGE on the schemas.  The load works.
 GRANT SELECT ON stg_p TO regress_scd2_loader;
 SET ROLE regress_scd2_loader;
-CALL scd2.apply('hostile.stg_p', 'hostile.dim_p', '2024-01-01') \gset
+CALL scd2.apply('hostile.stg_p', 'hostile.dim_p', '2024-01-01', NULL) \gset
 RESET ROLE;
 UPDATE stg_p SET city = 'Milan' WHERE id = 2;
 SET ROLE regress_scd2_loader;

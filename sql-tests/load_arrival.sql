@@ -409,7 +409,7 @@ BEGIN
     TRUNCATE stg_p;
     INSERT INTO stg_p SELECT k, 'v' || d, 1, date '2025-01-01' + d, false
       FROM generate_series(1, 300) k WHERE d = 1 OR k % 10 = d % 10;
-    CALL scd2.apply('stg_p', 'dim_p', run_id => r);
+    CALL scd2.apply('stg_p', 'dim_p', effective_at => now(), run_id => r);
   END LOOP;
 END $$;
 CREATE TEMP TABLE feed_p AS SELECT r.run_id, c.* FROM scd2.change_log_runs r, LATERAL scd2.changes(r.run_id) c

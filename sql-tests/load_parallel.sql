@@ -40,8 +40,8 @@ $$;
 
 -- 400 keys, then analyzed: a batch of fewer rows than half of them is probed
 INSERT INTO st SELECT g, 'EU', 'a' || g, g, 'x', false FROM generate_series(1, 400) g;
-CALL scd2.apply('st', 'dp', effective_at => '2026-01-01') \gset
-CALL scd2.apply('st', 'ds', effective_at => '2026-01-01') \gset
+CALL scd2.apply('st', 'dp', effective_at => '2026-01-01', run_id => NULL) \gset
+CALL scd2.apply('st', 'ds', effective_at => '2026-01-01', run_id => NULL) \gset
 ANALYZE dp;
 ANALYZE ds;
 
@@ -55,25 +55,25 @@ INSERT INTO st SELECT g, 'EU', CASE WHEN g % 5 = 0 THEN 'b' || g ELSE 'a' || g E
 ANALYZE st;
 SELECT par_settings(true) \gset
 SET scd2.explain_statement = 'classifying staging rows';
-CALL scd2.apply('st', 'dp', effective_at => '2026-02-01') \gset
+CALL scd2.apply('st', 'dp', effective_at => '2026-02-01', run_id => NULL) \gset
 RESET scd2.explain_statement;
 SELECT par_settings(false) \gset
-CALL scd2.apply('st', 'ds', effective_at => '2026-02-01') \gset
+CALL scd2.apply('st', 'ds', effective_at => '2026-02-01', run_id => NULL) \gset
 SELECT * FROM differences();
 
 -- the deleted keys return; then a row earlier than its key's current version (late: the general way)
 TRUNCATE st;
 INSERT INTO st SELECT g, 'EU', 'r' || g, g, 'x', false FROM generate_series(2, 150, 5) g;
 SELECT par_settings(true) \gset
-CALL scd2.apply('st', 'dp', effective_at => '2026-03-01') \gset
+CALL scd2.apply('st', 'dp', effective_at => '2026-03-01', run_id => NULL) \gset
 SELECT par_settings(false) \gset
-CALL scd2.apply('st', 'ds', effective_at => '2026-03-01') \gset
+CALL scd2.apply('st', 'ds', effective_at => '2026-03-01', run_id => NULL) \gset
 INSERT INTO st VALUES (10, 'EU', 'late', 10, 'x', false);
 DELETE FROM st WHERE k <> 10 OR a <> 'late';
 SELECT par_settings(true) \gset
-CALL scd2.apply('st', 'dp', effective_at => '2026-01-15') \gset
+CALL scd2.apply('st', 'dp', effective_at => '2026-01-15', run_id => NULL) \gset
 SELECT par_settings(false) \gset
-CALL scd2.apply('st', 'ds', effective_at => '2026-01-15') \gset
+CALL scd2.apply('st', 'ds', effective_at => '2026-01-15', run_id => NULL) \gset
 SELECT * FROM differences();
 SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to IS NULL) AS current,
        scd2_test.invariants('dp', 'k::text || r') AS invariants FROM dp;
@@ -84,7 +84,7 @@ TRUNCATE st;
 INSERT INTO st SELECT g, 'EU', 'c' || g, g, 'x', false FROM generate_series(1, 100) g
                UNION ALL SELECT g, 'EU', 'n' || g, g, 'x', false FROM generate_series(421, 440) g;
 SELECT par_settings(true) \gset
-CALL scd2.apply('st', 'dp', effective_at => '2026-04-01') \gset
+CALL scd2.apply('st', 'dp', effective_at => '2026-04-01', run_id => NULL) \gset
 SET client_min_messages = warning;	-- the NOTICE names the run
 SELECT scd2.revert((SELECT max(run_id) FROM scd2.audit_log WHERE dimension = 'par.dp')) > 0 AS reverted;
 RESET client_min_messages;
@@ -100,8 +100,8 @@ SELECT scd2.register(d, ARRAY['k'], tracked => ARRAY['a'], effective_column => '
   FROM unnest(ARRAY['op', 'os']::regclass[]) AS d;
 INSERT INTO so SELECT g, 'a', '2026-01-01', false FROM generate_series(1, 400) g;
 SELECT par_settings(false) \gset
-CALL scd2.apply('so', 'op') \gset
-CALL scd2.apply('so', 'os') \gset
+CALL scd2.apply('so', 'op', now(), NULL) \gset
+CALL scd2.apply('so', 'os', now(), NULL) \gset
 ANALYZE op;
 ANALYZE os;
 TRUNCATE so;
@@ -110,10 +110,10 @@ INSERT INTO so SELECT g, CASE WHEN g % 3 = 0 THEN 'b' ELSE 'a' END, '2026-02-01'
 ANALYZE so;
 SELECT par_settings(true) \gset
 SET scd2.explain_statement = 'classifying staging rows';
-CALL scd2.apply('so', 'op') \gset
+CALL scd2.apply('so', 'op', now(), NULL) \gset
 RESET scd2.explain_statement;
 SELECT par_settings(false) \gset
-CALL scd2.apply('so', 'os') \gset
+CALL scd2.apply('so', 'os', now(), NULL) \gset
 SELECT scd2_test.checksum('op') = scd2_test.checksum('os') AS same_rows,
        (SELECT count(*) FROM scd2.arrival_memory WHERE dimension = 'op'::regclass) AS remembered,
        (SELECT count(*) FROM (SELECT business_key, effective, present, state, versions, dropped_by IS NULL
@@ -144,7 +144,7 @@ GRANT SELECT ON sw TO par_owner;
 SELECT scd2.register('dw', ARRAY['k'], is_current_column => 'is_current', surrogate_key_column => 'sk');
 INSERT INTO sw SELECT g, 'a' FROM generate_series(1, 400) g;
 SELECT par_settings(false) \gset
-CALL scd2.apply('sw', 'dw', effective_at => '2026-01-01') \gset
+CALL scd2.apply('sw', 'dw', effective_at => '2026-01-01', run_id => NULL) \gset
 ANALYZE dw;
 TRUNCATE sw;
 INSERT INTO sw SELECT g, CASE WHEN g = 7 THEN 'probe' ELSE 'a' END FROM generate_series(1, 150) g;
@@ -152,7 +152,7 @@ ANALYZE sw;
 SELECT par_settings(true) \gset
 SELECT set_config('par.leader', pg_backend_pid()::text, false) \gset
 SET scd2.explain_statement = 'classifying staging rows';
-CALL scd2.apply('sw', 'dw', effective_at => '2026-02-01') \gset
+CALL scd2.apply('sw', 'dw', effective_at => '2026-02-01', run_id => NULL) \gset
 RESET scd2.explain_statement;
 SELECT k, a, valid_to IS NULL AS current FROM dw WHERE k = 7 ORDER BY valid_from;
 DROP TABLE dw;

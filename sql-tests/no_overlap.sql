@@ -31,15 +31,15 @@ SELECT no_overlap_constraint FROM scd2.dimensions WHERE dimension = 'dim'::regcl
 -- splits history, a delete, a key that comes back, a late delete.
 INSERT INTO stg VALUES (1, 'Oslo', '2024-01-01', false), (2, 'Rome', '2024-01-01', false),
                        (3, 'Lima', '2024-01-01', false);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 TRUNCATE stg;
 INSERT INTO stg VALUES (1, 'Bergen', '2024-04-01', false), (2, NULL, '2024-03-01', true),
                        (3, 'Cusco', '2024-05-01', false);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 TRUNCATE stg;
 INSERT INTO stg VALUES (1, 'Trondheim', '2024-02-01', false), (2, 'Milan', '2024-06-01', false),
                        (3, NULL, '2024-03-01', true);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 SELECT id, city, valid_from, valid_to, is_current FROM dim ORDER BY id, valid_from;
 SELECT scd2_test.invariants('dim');
 SELECT * FROM scd2_test.last_metrics('dim');
@@ -61,7 +61,7 @@ SELECT count(*) AS changed_rows FROM ((TABLE dim EXCEPT TABLE before) UNION ALL 
 -- before any write, as without the constraint).
 TRUNCATE stg;
 INSERT INTO stg VALUES (1, 'Tromso', '2024-02-01', false);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 SELECT count(*) AS changed_rows FROM ((TABLE dim EXCEPT TABLE before) UNION ALL (TABLE before EXCEPT TABLE dim)) d;
 
 -- Registering again keeps one constraint (the previous one is replaced);
@@ -101,10 +101,10 @@ SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes'::regclass
    AND contype = 'x';
 INSERT INTO stg_product VALUES ('A', 10, '2024-01-01'), ('A', 12, '2024-03-01'), ('B', 5, '2024-01-01');
-CALL scd2.apply('stg_product', 'dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes') \gset
+CALL scd2.apply('stg_product', 'dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes', now(), NULL) \gset
 TRUNCATE stg_product;
 INSERT INTO stg_product VALUES ('A', 11, '2024-02-01');
-CALL scd2.apply('stg_product', 'dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes') \gset
+CALL scd2.apply('stg_product', 'dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes', now(), NULL) \gset
 SELECT * FROM dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes ORDER BY code, valid_from;
 INSERT INTO dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes
 VALUES ('B', 6, '2024-06-01', '2024-07-01');

@@ -13,7 +13,7 @@ CREATE TABLE dz (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, sku int NOT
 CREATE TABLE sz (sku int, region text, price numeric, color text, descr text) WITH (autovacuum_enabled = off);
 SELECT scd2.register('dz', ARRAY['sku','region']::name[]);
 INSERT INTO sz SELECT g, 'EU', 1, 'red', 'a' FROM generate_series(1, 20000) g;
-CALL scd2.apply('sz', 'dz', effective_at => '2026-01-01') \gset
+CALL scd2.apply('sz', 'dz', effective_at => '2026-01-01', run_id => NULL) \gset
 TRUNCATE sz;
 INSERT INTO sz SELECT sku, region, 2, color, descr FROM dz WHERE sku % 13 = 0;
 
@@ -25,13 +25,13 @@ SELECT c.relname, s.last_analyze IS NULL AND s.last_autoanalyze IS NULL AS never
 
 SET scd2.explain_statement = 'classifying staging rows';
 BEGIN;
-CALL scd2.apply('sz', 'dz', effective_at => '2026-02-01') \gset
+CALL scd2.apply('sz', 'dz', effective_at => '2026-02-01', run_id => NULL) \gset
 ROLLBACK;
 
 ANALYZE dz;
 ANALYZE sz;
 BEGIN;
-CALL scd2.apply('sz', 'dz', effective_at => '2026-02-01') \gset
+CALL scd2.apply('sz', 'dz', effective_at => '2026-02-01', run_id => NULL) \gset
 ROLLBACK;
 
 -- the setting is a superuser's: it shows the plan of a dimension's statements
@@ -43,7 +43,7 @@ DROP ROLE scd2_plan_user;
 RESET scd2.explain_statement;
 
 -- a load with nothing asked shows nothing; the load itself is the same
-CALL scd2.apply('sz', 'dz', effective_at => '2026-02-01') \gset
+CALL scd2.apply('sz', 'dz', effective_at => '2026-02-01', run_id => NULL) \gset
 SELECT count(*) FILTER (WHERE valid_to IS NULL) AS current, count(*) AS versions,
        scd2_test.invariants('dz', 'sku::text || region') AS invariants FROM dz;
 DROP SCHEMA plan CASCADE;

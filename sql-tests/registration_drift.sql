@@ -70,7 +70,7 @@ SELECT regn.state('dim9') = :'before' AS unchanged, staging FROM scd2.dimensions
 SELECT scd2.create_dimension('dim9b', 'tmp_stg', ARRAY['id']);
 SELECT staging IS NULL AS no_default_staging FROM scd2.dimensions WHERE dimension = 'dim9b'::regclass;
 INSERT INTO tmp_stg VALUES (1, 'Oslo');
-CALL scd2.apply('tmp_stg', 'dim9', '2024-01-01') \gset
+CALL scd2.apply('tmp_stg', 'dim9', '2024-01-01', NULL) \gset
 SELECT id, city, valid_from, valid_to FROM dim9;
 
 ------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ CREATE TABLE stg6 (id int, city text);
 SELECT scd2.register('dim6', ARRAY['id']);
 SELECT shape_columns, shape_types, shape_typmods FROM scd2.dimensions WHERE dimension = 'dim6'::regclass;
 INSERT INTO stg6 VALUES (1, 'Oslo'), (2, 'Rome');
-CALL scd2.apply('stg6', 'dim6', '2024-01-01 10:00') \gset
+CALL scd2.apply('stg6', 'dim6', '2024-01-01 10:00', NULL) \gset
 UPDATE stg6 SET city = 'Milan' WHERE id = 2;
 
 -- valid_to turned into a date: a load would cut history to midnight.
@@ -95,7 +95,7 @@ SELECT regn.state('dim6') = :'before' AS unchanged;
 -- CALL at top level: the same refusal, recorded as an error row (and
 -- nothing else written).
 SELECT regn.rows('dim6') AS before \gset
-CALL scd2.apply('stg6', 'dim6', '2024-02-01 10:30') \gset
+CALL scd2.apply('stg6', 'dim6', '2024-02-01 10:30', NULL) \gset
 SELECT status, message FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 SELECT regn.rows('dim6') = :'before' AS rows_unchanged;
 -- register checks the new shape (and refuses it here); changed back, the
@@ -155,7 +155,7 @@ SELECT scd2.register('dim7', ARRAY['region', 'id']);
 SELECT * FROM regn.indexes('dim7');
 SELECT created_indexes FROM scd2.dimensions WHERE dimension = 'dim7'::regclass;
 INSERT INTO stg7 VALUES ('north', 1, 'Oslo'), ('south', 1, 'Rome');
-CALL scd2.apply('stg7', 'dim7', '2024-01-01') \gset
+CALL scd2.apply('stg7', 'dim7', '2024-01-01', NULL) \gset
 SELECT region, id, city, valid_to FROM dim7 ORDER BY region, id;
 SELECT scd2.asof('dim7', '2024-06-01', 'south', 1) = (SELECT sk FROM dim7 WHERE region = 'south') AS asof_ok;
 
@@ -164,7 +164,7 @@ UPDATE dim7 SET valid_to = 'infinity' WHERE valid_to IS NULL;
 SELECT scd2.register('dim7', ARRAY['region', 'id'], current_valid_to => 'infinity');
 SELECT * FROM regn.indexes('dim7');
 UPDATE stg7 SET city = 'Bergen' WHERE region = 'north';
-CALL scd2.apply('stg7', 'dim7', '2024-02-01') \gset
+CALL scd2.apply('stg7', 'dim7', '2024-02-01', NULL) \gset
 SELECT region, id, city, valid_from, valid_to FROM dim7 ORDER BY region, id, valid_from;
 
 -- Registering the same way again changes nothing.

@@ -32,7 +32,7 @@ SELECT dimension, created_indexes, shape_columns, shape_types
 
 -- The recorded shape is checked as for a new registration.
 INSERT INTO stg VALUES (1, 'north', 'Oslo');
-CALL scd2.apply('stg', 'dim', '2024-01-01') \gset
+CALL scd2.apply('stg', 'dim', '2024-01-01', NULL) \gset
 ALTER TABLE dim ALTER valid_from TYPE timestamp;
 SELECT count(*) AS rows_before FROM dim \gset
 SELECT * FROM scd2.merge('stg', 'dim', '2024-02-01');

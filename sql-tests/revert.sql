@@ -256,7 +256,7 @@ SELECT scd2_test.invariants('dim_r');
 TRUNCATE stg;
 INSERT INTO stg VALUES (2, 'Milan', 'bb', '888', '2024-11-01', false);
 SELECT rev.checksum('dim') AS before_apply \gset
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 SELECT :run_id AS apply_run \gset
 SELECT :apply_run = max(run_id) AS same_run_id FROM scd2.change_log_runs;
 SELECT a.status, r.dimension, r.key_columns, r.valid_from_column, r.valid_to_column,
@@ -302,7 +302,7 @@ SELECT rev.state('dim') = :'state' AS unchanged;
 BEGIN;
 TRUNCATE stg;
 INSERT INTO stg VALUES (2, 'Turin', 'bb', '888', '2024-11-10', false);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 DELETE FROM dim WHERE id = 2 AND city = 'Turin';
 SELECT rev.checksum('dim') AS after_delete \gset
 SELECT rev.try('SELECT scd2.revert(' || :run_id || ')');
@@ -350,7 +350,7 @@ SELECT status, dimension, staging, inserted, new_versions, closed,
 ------------------------------------------------------------------------------
 TRUNCATE stg;
 INSERT INTO stg VALUES (2, 'Naples', 'bb', '888', '2024-11-25', false);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 SELECT :run_id AS last_run \gset
 CREATE ROLE scd2_rev_user;
 GRANT USAGE ON SCHEMA rev TO scd2_rev_user;
@@ -397,7 +397,7 @@ DROP ROLE scd2_rev_user;
 TRUNCATE stg;
 INSERT INTO stg VALUES (7, 'Accra', 'g', '777', '2024-12-01', false);
 SET scd2.change_log = off;
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 RESET scd2.change_log;
 SELECT :run_id AS unlogged_run \gset
 SELECT logged FROM scd2.change_log_runs WHERE run_id = :unlogged_run;
@@ -408,7 +408,7 @@ SELECT rev.try('SELECT scd2.changes(' || :unlogged_run || ')');
 TRUNCATE stg;
 INSERT INTO stg VALUES (7, 'Tema', 'g', '777', '2024-12-10', false);
 SELECT rev.checksum('dim') AS before_logged \gset
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 SELECT scd2.revert(:run_id) IS NOT NULL AS reverted;
 SELECT rev.checksum('dim') = :'before_logged' AS restored;
 SELECT rev.try('SELECT scd2.revert(' || :unlogged_run || ')');
@@ -419,7 +419,7 @@ SELECT rev.try('SELECT scd2.revert(' || :unlogged_run || ')');
 ------------------------------------------------------------------------------
 TRUNCATE stg;
 INSERT INTO stg VALUES (7, 'Kumasi', 'g', '777', '2024-12-15', false);
-CALL scd2.apply('stg', 'dim') \gset
+CALL scd2.apply('stg', 'dim', now(), NULL) \gset
 SELECT :run_id AS pruned_run \gset
 SELECT scd2.prune_change_log('1 day');
 -- (logged by surrogate keys: a batch of new versions and closes)

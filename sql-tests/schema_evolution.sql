@@ -37,10 +37,10 @@ SELECT on_schema_change FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 
 CREATE TABLE stg0 (id int, city varchar(10));
 INSERT INTO stg0 VALUES (1, 'Oslo'), (2, 'Rome'), (4, 'Lima');
-CALL scd2.apply('stg0', 'dim', '2024-01-01') \gset
+CALL scd2.apply('stg0', 'dim', '2024-01-01', NULL) \gset
 CREATE TABLE stg1 (id int, city varchar(10));
 INSERT INTO stg1 VALUES (1, 'Bergen');
-CALL scd2.apply('stg1', 'dim', '2024-02-01') \gset
+CALL scd2.apply('stg1', 'dim', '2024-02-01', NULL) \gset
 SELECT scd2_test.state('dim') AS base \gset
 
 ------------------------------------------------------------------------------
@@ -49,14 +49,14 @@ SELECT scd2_test.state('dim') AS base \gset
 CREATE TABLE stg_wide (id int, city varchar(10), region text, batch_id int);
 INSERT INTO stg_wide VALUES (1, 'Bergen', 'west', 7), (2, 'Milan', 'south', 7);
 SET client_min_messages = notice;
-CALL scd2.apply('stg_wide', 'dim', '2024-03-01') \gset
+CALL scd2.apply('stg_wide', 'dim', '2024-03-01', NULL) \gset
 SET client_min_messages = warning;
 SELECT * FROM last_audit('se.dim');
 SELECT cols('dim');
 -- a staging type that differs is not ignore's business: values are checked as ever
 CREATE TABLE stg_long (id int, city text);
 INSERT INTO stg_long VALUES (2, 'Milano centrale');
-CALL scd2.apply('stg_long', 'dim', '2024-03-05') \gset
+CALL scd2.apply('stg_long', 'dim', '2024-03-05', NULL) \gset
 SELECT id, city, valid_from, valid_to FROM dim ORDER BY id, valid_from;
 
 ------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ SELECT scd2.register('dimf', ARRAY['id'], effective_column => 'at', delete_colum
                      on_schema_change => 'fail');
 CREATE TABLE stgf (id int, city varchar(10), tier text, at timestamptz, gone boolean DEFAULT false);
 INSERT INTO stgf VALUES (1, 'Oslo', 'gold', '2024-01-01');
-CALL scd2.apply('stgf', 'dimf') \gset
+CALL scd2.apply('stgf', 'dimf', now(), NULL) \gset
 SELECT * FROM last_audit('se.dimf');
 SELECT scd2_test.state('dimf') AS before \gset
 -- a new column, a retyped one and a missing one, all named
@@ -104,11 +104,11 @@ SELECT scd2_test.invariants('dim');
 -- the registration: still every column tracked, region among them
 SELECT tracked, type1, on_schema_change FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 -- the same batch again: nothing
-CALL scd2.apply('stg_add', 'dim', '2024-04-02') \gset
+CALL scd2.apply('stg_add', 'dim', '2024-04-02', NULL) \gset
 SELECT * FROM last_audit('se.dim');
 -- later changes of the new column version as usual
 UPDATE stg_add SET region = 'fjords' WHERE id = 1;
-CALL scd2.apply('stg_add', 'dim', '2024-05-01') \gset
+CALL scd2.apply('stg_add', 'dim', '2024-05-01', NULL) \gset
 SELECT * FROM last_audit('se.dim');
 SELECT id, city, region, valid_from, valid_to FROM dim WHERE id = 1 ORDER BY valid_from;
 -- under append_new_columns a wider staging type is not followed: a value
@@ -131,7 +131,7 @@ SELECT string_agg(format('%s %s %s %s', id, city, valid_from, valid_to), '; ' OR
 -- loading the batch again: the column exists now, an ordinary tracked
 -- column (only the load that adds a column fills it in place), so key 1's
 -- NULL -> 'west' is a new version; key 2 changed, key 3 is new
-CALL scd2.apply('stg_add', 'dim', '2024-06-01') \gset
+CALL scd2.apply('stg_add', 'dim', '2024-06-01', NULL) \gset
 SELECT * FROM last_audit('se.dim');
 
 ------------------------------------------------------------------------------
@@ -142,14 +142,14 @@ CREATE TABLE dimc (id int NOT NULL, city text, valid_from timestamptz NOT NULL, 
 SELECT scd2.register('dimc', ARRAY['id'], tracked => ARRAY['city'], on_schema_change => 'append_new_columns');
 CREATE TABLE stgc (id int, city text);
 INSERT INTO stgc VALUES (1, 'Oslo'), (2, 'Rome');
-CALL scd2.apply('stgc', 'dimc', '2024-01-01') \gset
+CALL scd2.apply('stgc', 'dimc', '2024-01-01', NULL) \gset
 ALTER TABLE stgc ADD COLUMN phone text;
 UPDATE stgc SET phone = '+47' WHERE id = 1;
-CALL scd2.apply('stgc', 'dimc', '2024-02-01') \gset
+CALL scd2.apply('stgc', 'dimc', '2024-02-01', NULL) \gset
 SELECT * FROM last_audit('se.dimc');
 SELECT id, city, phone, valid_from, valid_to FROM dimc ORDER BY id, valid_from;
 UPDATE stgc SET phone = '+39' WHERE id = 2;
-CALL scd2.apply('stgc', 'dimc', '2024-03-01') \gset
+CALL scd2.apply('stgc', 'dimc', '2024-03-01', NULL) \gset
 SELECT * FROM last_audit('se.dimc');
 SELECT tracked FROM scd2.dimensions WHERE dimension = 'dimc'::regclass;
 -- as known before the load that added phone, key 1 had none (the
@@ -162,12 +162,12 @@ CREATE TABLE dimg (id int NOT NULL, city text, valid_from timestamptz NOT NULL, 
 SELECT scd2.register('dimg', ARRAY['id'], effective_column => 'at', on_schema_change => 'append_new_columns');
 CREATE TABLE stgg (id int, city text, at timestamptz);
 INSERT INTO stgg VALUES (1, 'Oslo', '2024-01-01'), (2, 'Rome', '2024-01-01');
-CALL scd2.apply('stgg', 'dimg') \gset
+CALL scd2.apply('stgg', 'dimg', now(), NULL) \gset
 ALTER TABLE stgg ADD COLUMN region text;
 TRUNCATE stgg;
 INSERT INTO stgg VALUES (1, 'Oslo', '2024-02-01', 'east'), (1, 'Bergen', '2024-03-01', 'west'),
                         (2, 'Rome', '2024-02-01', 'lazio');
-CALL scd2.apply('stgg', 'dimg') \gset
+CALL scd2.apply('stgg', 'dimg', now(), NULL) \gset
 SELECT * FROM last_audit('se.dimg');
 SELECT id, city, region, valid_from, valid_to FROM dimg ORDER BY id, valid_from;
 SELECT scd2_test.invariants('dimg');
@@ -177,7 +177,7 @@ CREATE TABLE dim0 (id int NOT NULL, city text, valid_from timestamptz NOT NULL, 
 SELECT scd2.register('dim0', ARRAY['id'], on_schema_change => 'append_new_columns');
 CREATE TABLE stg0b (id int, city text, since date);
 INSERT INTO stg0b VALUES (1, 'Oslo', '2020-01-01'), (2, 'Rome', NULL);
-CALL scd2.apply('stg0b', 'dim0', '2024-01-01') \gset
+CALL scd2.apply('stg0b', 'dim0', '2024-01-01', NULL) \gset
 SELECT * FROM last_audit('se.dim0');
 SELECT id, city, since, valid_from, valid_to FROM dim0 ORDER BY id;
 -- a dry run says what it would add and adds nothing
@@ -199,9 +199,9 @@ CREATE TABLE dimw (id int NOT NULL, sk bigint GENERATED ALWAYS AS IDENTITY, name
 SELECT scd2.register('dimw', ARRAY['id'], no_overlap => true, on_schema_change => 'sync_all_columns');
 CREATE TABLE stgw (id int, name varchar(10), price numeric(6,2), seen timestamp);
 INSERT INTO stgw VALUES (1, 'ab', 1.50, '2024-01-01 10:00'), (2, 'cd', 2.50, '2024-01-01 11:00');
-CALL scd2.apply('stgw', 'dimw', '2024-01-01') \gset
+CALL scd2.apply('stgw', 'dimw', '2024-01-01', NULL) \gset
 UPDATE stgw SET name = 'abc' WHERE id = 1;
-CALL scd2.apply('stgw', 'dimw', '2024-02-01') \gset
+CALL scd2.apply('stgw', 'dimw', '2024-02-01', NULL) \gset
 SELECT shape_columns, shape_types FROM scd2.dimensions WHERE dimension = 'dimw'::regclass;
 -- the source widened every column; key 3 needs the widths
 DROP TABLE stgw;
@@ -209,7 +209,7 @@ CREATE TABLE stgw (id bigint, name text, price numeric(12,2), seen timestamptz);
 INSERT INTO stgw VALUES (1, 'abc', 1.50, '2024-01-01 10:00+00'), (2, 'a much longer name', 2.50, '2024-01-01 11:00+00'),
                         (5000000000, 'big', 1234567.89, '2024-03-01 00:00+00');
 SET client_min_messages = notice;
-CALL scd2.apply('stgw', 'dimw', '2024-03-01') \gset
+CALL scd2.apply('stgw', 'dimw', '2024-03-01', NULL) \gset
 SET client_min_messages = warning;
 SELECT * FROM last_audit('se.dimw');
 SELECT cols('dimw');
@@ -224,7 +224,7 @@ SELECT scd2.asof('dimw', '2024-01-15', 1) AS sk1_jan, scd2.asof('dimw', '2024-02
 INSERT INTO dimw (id, name, valid_from, valid_to) VALUES (2, 'overlap', '2024-01-15', '2024-01-20');
 SELECT scd2_test.invariants('dimw');
 -- the same batch again: nothing; no spurious versions
-CALL scd2.apply('stgw', 'dimw', '2024-03-02') \gset
+CALL scd2.apply('stgw', 'dimw', '2024-03-02', NULL) \gset
 SELECT * FROM last_audit('se.dimw');
 SELECT count(*) AS versions FROM dimw;
 -- revert the widening load: the rows as before, the columns stay wide
@@ -254,14 +254,14 @@ CREATE TABLE dimt (id int NOT NULL, seen timestamp, valid_from timestamptz NOT N
 SELECT scd2.register('dimt', ARRAY['id'], on_schema_change => 'sync_all_columns');
 CREATE TABLE stgt (id int, seen timestamp);
 INSERT INTO stgt VALUES (1, '2024-01-01 10:00');
-CALL scd2.apply('stgt', 'dimt', '2024-01-01') \gset
+CALL scd2.apply('stgt', 'dimt', '2024-01-01', NULL) \gset
 ALTER TABLE stgt ALTER COLUMN seen TYPE timestamptz;
 SELECT scd2_test.state('dimt') AS before \gset
 SET TimeZone = 'Europe/Oslo';
 SELECT count(*) FROM scd2.merge('stgt', 'dimt', '2024-02-01');
 SET TimeZone = 'UTC';
 SELECT scd2_test.state('dimt') = :'before' AS nothing_written;
-CALL scd2.apply('stgt', 'dimt', '2024-02-01') \gset
+CALL scd2.apply('stgt', 'dimt', '2024-02-01', NULL) \gset
 SELECT * FROM last_audit('se.dimt');
 SELECT id, seen, valid_from, valid_to FROM dimt;
 
@@ -274,7 +274,7 @@ SELECT count(*) FROM scd2.merge('stgm', 'dimw', '2024-04-01');
 SELECT scd2_test.state('dimw') = :'before' AS nothing_written;
 SELECT scd2.register('dimw', ARRAY['id'], no_overlap => true, on_schema_change => 'sync_all_columns',
                      missing_columns => 'carry_forward');
-CALL scd2.apply('stgm', 'dimw', '2024-04-01') \gset
+CALL scd2.apply('stgm', 'dimw', '2024-04-01', NULL) \gset
 SELECT * FROM last_audit('se.dimw');
 SELECT id, name, price, valid_from, valid_to FROM dimw WHERE id = 1 ORDER BY valid_from;
 SELECT cols('dimw');
@@ -286,7 +286,7 @@ CREATE TABLE dimx (id int NOT NULL, city text, valid_from timestamptz NOT NULL, 
 SELECT scd2.register('dimx', ARRAY['id'], mode => 'snapshot', on_schema_change => 'append_new_columns');
 CREATE TABLE stgx0 (id int, city text);
 INSERT INTO stgx0 VALUES (1, 'Oslo'), (2, 'Rome');
-CALL scd2.apply('stgx0', 'dimx', '2024-01-01') \gset
+CALL scd2.apply('stgx0', 'dimx', '2024-01-01', NULL) \gset
 CREATE TABLE stgx_hist (id int, city text, region text, extract_at timestamptz);
 INSERT INTO stgx_hist VALUES (1, 'Oslo', 'north', '2024-02-01'), (2, 'Rome', 'south', '2024-02-01'),
                              (1, 'Bergen', 'west', '2024-03-01'), (2, 'Rome', 'south', '2024-03-01');
@@ -338,14 +338,14 @@ INSERT INTO stgo VALUES (1, 'Oslo', 1), (2, 'Rome', 2);
 GRANT SELECT ON stgo TO se_owner, se_loader;
 GRANT SELECT, INSERT, UPDATE ON dimo TO se_loader;
 SET ROLE se_loader;
-CALL scd2.apply('stgo', 'dimo', '2024-01-01') \gset
+CALL scd2.apply('stgo', 'dimo', '2024-01-01', NULL) \gset
 RESET ROLE;
 -- widened, nothing else: the rewrite rebuilt the owner's index, as the
 -- owner, restricted (the load itself writes nothing)
 TRUNCATE probe_log;
 ALTER TABLE stgo ALTER COLUMN n TYPE bigint;
 SET ROLE se_loader;
-CALL scd2.apply('stgo', 'dimo', '2024-02-01') \gset
+CALL scd2.apply('stgo', 'dimo', '2024-02-01', NULL) \gset
 RESET ROLE;
 SELECT * FROM last_audit('se.dimo');
 SELECT what, who, restricted, count(*) FROM probe_log GROUP BY 1, 2, 3 ORDER BY 1;
@@ -355,7 +355,7 @@ TRUNCATE probe_log;
 ALTER TABLE stgo ADD COLUMN zone text;
 UPDATE stgo SET zone = 'cet';
 SET ROLE se_loader;
-CALL scd2.apply('stgo', 'dimo', '2024-03-01') \gset
+CALL scd2.apply('stgo', 'dimo', '2024-03-01', NULL) \gset
 RESET ROLE;
 SELECT * FROM last_audit('se.dimo');
 SELECT cols('dimo'), pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'dimo'::regclass;

@@ -90,7 +90,7 @@ SELECT dimension, status, inserted, username = current_user AS by_caller FROM sc
 
 -- The same for scd2.apply and scd2.merge called by the superuser.
 UPDATE mart.stg SET city = 'Milan' WHERE id = 2;
-CALL scd2.apply('mart.stg', 'mart.dim', '2024-02-01') \gset
+CALL scd2.apply('mart.stg', 'mart.dim', '2024-02-01', NULL) \gset
 INSERT INTO mart.stg VALUES (3, 'Lima');
 SELECT action, business_key FROM scd2.merge('mart.stg', 'mart.dim', '2024-03-01') ORDER BY 2, 1;
 SELECT role_seen, superuser, escalation, secret FROM mart.trigger_log ORDER BY n;
@@ -144,7 +144,7 @@ DELETE FROM mart.stg WHERE id = 4;
 GRANT SELECT ON mart.stg TO regress_scd2_loader;
 GRANT SELECT, INSERT, UPDATE ON mart.dim TO regress_scd2_loader;
 SET ROLE regress_scd2_loader;
-CALL scd2.apply('mart.stg', 'mart.dim', '2024-05-01') \gset
+CALL scd2.apply('mart.stg', 'mart.dim', '2024-05-01', NULL) \gset
 SELECT id, city, valid_from, valid_to FROM mart.dim ORDER BY id, valid_from;
 RESET ROLE;
 -- The trigger ran as the owner: it could not read what the loader may.

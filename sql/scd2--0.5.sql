@@ -1407,3 +1407,55 @@ SELECT a.pid,
  WHERE a.state OPERATOR(pg_catalog.=) 'active' AND m IS NOT NULL;
 COMMENT ON VIEW scd2.load_progress IS
     'one row per running scd2 load: its phase, when the phase began, and its counts (staging rows, changes; they move within a phase), from the progress comment a load appends to its statement in pg_stat_activity.query, under that view''s visibility rules';
+
+------------------------------------------------------------------------------
+-- Issue 48 (a user's first hour): loads wherever SQL runs, an uninstall
+-- that keeps the history, internal helpers not executable by PUBLIC.
+------------------------------------------------------------------------------
+-- scd2.apply as written in the README has no output parameter, so that
+-- PL/pgSQL (a DO block, a procedure, a function) can CALL it as it is
+-- (PL/pgSQL needs a variable for every output parameter, also a defaulted
+-- one).  The form of four arguments keeps the INOUT run_id for a caller
+-- that wants the run id: a result row at top level (psql, dbt), a variable
+-- in PL/pgSQL.  No default is shared between the two (a call of two or
+-- three arguments is the first, of four the second), so no call is
+-- ambiguous.  Both are src/fn_apply.c's scd2_apply.
+DROP PROCEDURE scd2.apply(regclass, regclass, timestamptz, bigint);
+CREATE PROCEDURE scd2.apply(
+        staging      regclass,
+        dimension    regclass,
+        effective_at timestamptz DEFAULT pg_catalog.now())
+AS 'MODULE_PATHNAME', 'scd2_apply'
+LANGUAGE C;
+COMMENT ON PROCEDURE scd2.apply(regclass, regclass, timestamptz) IS
+    'loads a staging table into a registered SCD Type 2 dimension with one MERGE and logs the run; callable as written from psql, PL/pgSQL, pg_cron and dbt';
+CREATE PROCEDURE scd2.apply(
+        staging      regclass,
+        dimension    regclass,
+        effective_at timestamptz,
+        INOUT run_id bigint)
+AS 'MODULE_PATHNAME', 'scd2_apply'
+LANGUAGE C;
+COMMENT ON PROCEDURE scd2.apply(regclass, regclass, timestamptz, bigint) IS
+    'loads a staging table into a registered SCD Type 2 dimension with one MERGE, logs the run and returns its id in run_id (CALL scd2.apply(s, d, now(), NULL) at top level; a variable in PL/pgSQL)';
+
+-- DROP EXTENSION scd2 (and DROP SCHEMA scd2 CASCADE) is refused while
+-- dimensions are registered or the audit log holds rows, unless
+-- scd2.allow_drop_with_history is on (src/drop_guard.c).
+CREATE FUNCTION scd2._on_drop_extension()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'scd2_on_drop_extension'
+LANGUAGE C;
+COMMENT ON FUNCTION scd2._on_drop_extension() IS
+    'internal: refuses DROP EXTENSION scd2 while it holds the history of the loads (the event trigger scd2_keep_history)';
+CREATE EVENT TRIGGER scd2_keep_history ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA')
+    EXECUTE FUNCTION scd2._on_drop_extension();
+
+-- Internal helpers: not executable by PUBLIC unless an entry point that
+-- runs as its caller needs them (then they check what they need; see
+-- docs/SECURITY.md).  The event triggers' functions are called by the
+-- triggers only; the transition and final functions of scd2._repeats by
+-- the aggregate, as its owner.
+REVOKE EXECUTE ON FUNCTION scd2._on_sql_drop(), scd2._on_drop_extension(),
+    scd2._repeats_add(internal, anyelement), scd2._repeats_final(internal) FROM PUBLIC;

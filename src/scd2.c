@@ -7,7 +7,8 @@
  * asof_cache.c, asof_map.c),
  * change_log by the change log (changelog.c), allow_empty_snapshot and
  * allow_large_close by the load driver (load.c), first_load_rebuild_indexes by the first load
- * (load_first.c).  Their defaults are named in scd2.h.
+ * (load_first.c), allow_drop_with_history by the uninstall guard
+ * (history/drop_guard.c).  Their defaults are named in scd2.h.
  * scd2.load_memory is defined and read by load_memory.c,
  * scd2.explain_statement by load_explain.c.
  */
@@ -31,6 +32,7 @@ bool		scd2_first_load_rebuild_indexes = SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT;
 bool		scd2_allow_large_close = SCD2_ALLOW_LARGE_CLOSE_DEFAULT;
 int			scd2_load_memory = SCD2_LOAD_MEMORY_DEFAULT;
 char	   *scd2_explain_statement = NULL;
+bool		scd2_allow_drop_with_history = SCD2_ALLOW_DROP_WITH_HISTORY_DEFAULT;
 
 static const struct config_enum_entry asof_on_missing_options[] = {
 	{"null", SCD2_ASOF_MISSING_NULL, false},
@@ -102,6 +104,20 @@ _PG_init(void)
 							 "(usually a partial extract in snapshot mode) is refused unless this is on.",
 							 &scd2_allow_large_close,
 							 SCD2_ALLOW_LARGE_CLOSE_DEFAULT,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * DROP EXTENSION scd2 deletes the registry, the audit log and the
+	 * change log: refused while they hold history, unless this is on.
+	 */
+	DefineCustomBoolVariable("scd2.allow_drop_with_history",
+							 "Allows DROP EXTENSION scd2 while dimensions are registered or the audit log holds rows.",
+							 "Dropping the extension deletes the registry, the audit log, the change log and the arrival memory "
+							 "(the dimension tables stay); export them first.",
+							 &scd2_allow_drop_with_history,
+							 SCD2_ALLOW_DROP_WITH_HISTORY_DEFAULT,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -182,6 +182,7 @@ typedef enum Scd2AsofOnMissing
 #define SCD2_FIRST_LOAD_REBUILD_INDEXES_DEFAULT	true
 #define SCD2_ALLOW_LARGE_CLOSE_DEFAULT		false
 #define SCD2_LOAD_MEMORY_DEFAULT			(-1)	/* kB; -1: hash_mem, 0: off */
+#define SCD2_ALLOW_DROP_WITH_HISTORY_DEFAULT	false
 
 extern int	scd2_asof_on_missing;		/* scd2.asof_on_missing */
 extern int	scd2_asof_bulk_threshold;	/* scd2.asof_bulk_threshold */
@@ -193,5 +194,6 @@ extern bool scd2_allow_large_close;	/* scd2.allow_large_close */
 extern int	scd2_load_memory;			/* scd2.load_memory, kB */
 extern char *scd2_explain_statement;	/* scd2.explain_statement: '' none, '*' every
 										 * statement, else one step's name */
+extern bool scd2_allow_drop_with_history;	/* scd2.allow_drop_with_history */
 
 #endif							/* SCD2_H */

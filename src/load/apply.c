@@ -1,6 +1,12 @@
 /*
- * fn_apply.c -- CALL scd2.apply(staging, dimension, effective_at, run_id):
- * one load for psql, dbt hooks and pg_cron.
+ * fn_apply.c -- CALL scd2.apply(staging, dimension[, effective_at]) and
+ * CALL scd2.apply(staging, dimension, effective_at, run_id): one load for
+ * psql, PL/pgSQL, dbt and pg_cron.
+ *
+ * Two procedures, one C function: the form of two or three arguments has
+ * no output parameter, so that PL/pgSQL (a DO block, a procedure, a
+ * function) can CALL it as written; the form of four returns the run id in
+ * its INOUT run_id (a result row at top level, a variable in PL/pgSQL).
  *
  * Inside a transaction block (dbt runs post-hooks inside the model's
  * transaction) the procedure is atomic: the load and its audit row commit
@@ -24,7 +30,7 @@
 
 PG_FUNCTION_INFO_V1(scd2_apply);
 
-/* The INOUT run_id of the procedure, as the one-column result row. */
+/* The INOUT run_id of the four-argument form, as the one-column result row. */
 static Datum
 run_id_result(int64 run_id)
 {
@@ -109,5 +115,7 @@ scd2_apply(PG_FUNCTION_ARGS)
 	scd2_notice_metrics(res.dim_name, &res.metrics, false, res.schema_note);
 	SPI_finish();
 
+	if (PG_NARGS() < 4)
+		PG_RETURN_VOID();		/* no output parameter */
 	return run_id_result(run_id);
 }

@@ -5,11 +5,14 @@
 # Needs a server with shared_preload_libraries = 'pg_cron' and
 # cron.database_name = 'postgres' (scripts/test.sh starts one).  In the
 # postgres database it creates the extensions if missing, a schema
-# scd2_cron_test with four dimensions, and three jobs run once:
+# scd2_cron_test with six dimensions, and five jobs run once:
 #   scd2-test-apply       CALL scd2.apply(stg_a, dim_a)        succeeds
 #   scd2-test-apply-fail  CALL scd2.apply(stg_d, dim_d)        NULL key: fails
 #   scd2-test-apply-all   CALL scd2.apply_all()                dim_b loads,
 #                                                              dim_c fails
+#   scd2-test-do          a DO block calling scd2.apply        dim_e loads
+#   scd2-test-procedure   CALL nightly(): two loads of dim_f   both load,
+#                         with a COMMIT between them           committed apart
 # then waits for their first runs in cron.job_run_details (up to a minute
 # with pg_cron 1.4, whose schedules are cron expressions; a few seconds
 # with 1.5+, which takes '2 seconds'), checks the dimensions and the audit
@@ -52,7 +55,8 @@ had_scd2_schema=$(q $DB "SELECT count(*) FROM pg_namespace WHERE nspname = 'scd2
 cleanup() {
     q $DB "SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE 'scd2-test-%'" >/dev/null 2>&1
     sql $DB -c "SET client_min_messages = warning" -c "DROP SCHEMA IF EXISTS $S CASCADE" >/dev/null 2>&1
-    [ "$had_scd2" != 0 ] || sql $DB -c "DROP EXTENSION IF EXISTS scd2" >/dev/null 2>&1
+    # (0.5: the extension holds the history of the test's loads)
+    [ "$had_scd2" != 0 ] || sql $DB -c "SET scd2.allow_drop_with_history = on" -c "DROP EXTENSION IF EXISTS scd2" >/dev/null 2>&1
     [ "$had_scd2_schema" != 0 ] || sql $DB -c "DROP SCHEMA IF EXISTS scd2" >/dev/null 2>&1
     [ "$had_cron" != 0 ] || sql $DB -c "DROP EXTENSION IF EXISTS pg_cron" >/dev/null 2>&1
 }
@@ -81,6 +85,22 @@ INSERT INTO $S.stg_a VALUES (1, 'Oslo'), (2, 'Rome');
 INSERT INTO $S.stg_b VALUES (1, 'Lima'), (2, 'Quito'), (3, 'Cusco');
 INSERT INTO $S.stg_c VALUES (1, 'Bern'), (NULL, 'nowhere');
 INSERT INTO $S.stg_d VALUES (NULL, 'nowhere');
+-- issue 48: scd2.apply as written, from PL/pgSQL under pg_cron
+CREATE TABLE $S.stg_e (id int, city text);
+CREATE TABLE $S.stg_f (id int, city text);
+SELECT scd2.create_dimension('$S.dim_e', '$S.stg_e', ARRAY['id']);
+SELECT scd2.create_dimension('$S.dim_f', '$S.stg_f', ARRAY['id']);
+SELECT scd2.register('$S.dim_e', ARRAY['id']);
+SELECT scd2.register('$S.dim_f', ARRAY['id']);
+INSERT INTO $S.stg_e VALUES (1, 'Kyiv'), (2, 'Lviv');
+INSERT INTO $S.stg_f VALUES (1, 'Riga');
+CREATE PROCEDURE $S.nightly() LANGUAGE plpgsql AS \$\$
+BEGIN
+    CALL scd2.apply('$S.stg_f', '$S.dim_f', '2024-01-01 00:00+00');
+    COMMIT;
+    UPDATE $S.stg_f SET city = 'Tartu';
+    CALL scd2.apply('$S.stg_f', '$S.dim_f', '2024-02-01 00:00+00');
+END \$\$;
 SQL
 then
     not_ok "setup"
@@ -103,11 +123,13 @@ schedule_job() {
 job_apply=$(schedule_job scd2-test-apply "CALL scd2.apply('$S.stg_a', '$S.dim_a')")
 job_fail=$(schedule_job scd2-test-apply-fail "CALL scd2.apply('$S.stg_d', '$S.dim_d')")
 job_all=$(schedule_job scd2-test-apply-all "CALL scd2.apply_all()")
-jobs="$job_apply,$job_fail,$job_all"
+job_do=$(schedule_job scd2-test-do "DO \$do\$ BEGIN CALL scd2.apply('$S.stg_e', '$S.dim_e'); END \$do\$")
+job_proc=$(schedule_job scd2-test-procedure "CALL $S.nightly()")
+jobs="$job_apply,$job_fail,$job_all,$job_do,$job_proc"
 if [[ ${PGHOST:-} == /* ]]; then
     q $DB "UPDATE cron.job SET nodename = '$PGHOST' WHERE jobid IN ($jobs)" >/dev/null
 fi
-expect "three jobs scheduled" 3 "$(q $DB "SELECT count(*) FROM cron.job WHERE jobid IN ($jobs) AND active")"
+expect "five jobs scheduled" 5 "$(q $DB "SELECT count(*) FROM cron.job WHERE jobid IN ($jobs) AND active")"
 
 # First run of a job (by id): status|return_message.
 first_run() {
@@ -122,14 +144,14 @@ while :; do
     finished=$(q $DB "SELECT count(DISTINCT jobid) FROM cron.job_run_details
                        WHERE jobid IN ($jobs) AND start_time >= '$start'
                          AND status IN ('succeeded', 'failed')")
-    [ "$finished" = 3 ] && break
+    [ "$finished" = 5 ] && break
     [ "$waited" -ge "$WAIT" ] && break
     sleep 1
     waited=$((waited + 1))
 done
 echo "# waited ${waited}s for the first runs"
 q $DB "SELECT cron.unschedule(jobid) FROM cron.job WHERE jobid IN ($jobs)" >/dev/null
-expect "every job ran within ${WAIT}s" 3 "$finished"
+expect "every job ran within ${WAIT}s" 5 "$finished"
 expect "jobs unscheduled" 0 "$(q $DB "SELECT count(*) FROM cron.job WHERE jobid IN ($jobs)")"
 
 # CALL scd2.apply: loaded and committed, with its audit row.
@@ -170,4 +192,22 @@ expect "dim_b audit row" "success 3" \
 expect "dim_c error row" "error" \
     "$(q $DB "SELECT status FROM scd2.audit_log WHERE dimension = '$S.dim_c' ORDER BY run_id LIMIT 1")"
 expect "dim_c is untouched" 0 "$(q $DB "SELECT count(*) FROM $S.dim_c")"
+
+# issue 48: a DO block calling scd2.apply as written (no variable).
+run=$(first_run $job_do)
+expect "DO block job succeeded" "succeeded" "${run%%|*}"
+expect "dim_e loaded by the DO block" "1 Kyiv 1,2 Lviv 1" \
+    "$(q $DB "SELECT string_agg(id || ' ' || city || ' ' || is_current::int, ',' ORDER BY id) FROM $S.dim_e")"
+expect "dim_e audit row" "success 2 2" \
+    "$(q $DB "SELECT status || ' ' || source_rows || ' ' || inserted FROM scd2.audit_log WHERE dimension = '$S.dim_e'")"
+
+# A procedure with a COMMIT between two loads: both loaded, in two
+# transactions.
+run=$(first_run $job_proc)
+expect "procedure job succeeded" "succeeded" "${run%%|*}"
+expect "dim_f has both loads' versions" "1 Riga 2024-01-01 0,1 Tartu 2024-02-01 1" \
+    "$(q $DB "SELECT string_agg(id || ' ' || city || ' ' || (valid_from AT TIME ZONE 'UTC')::date || ' ' || is_current::int, ',' ORDER BY valid_from) FROM $S.dim_f")"
+expect "dim_f audit rows, one per load, committed apart" "success 1 1 0,success 1 0 1|2" \
+    "$(q $DB "SELECT string_agg(status || ' ' || source_rows || ' ' || inserted || ' ' || new_versions, ',' ORDER BY run_id)
+                       || '|' || count(DISTINCT txid) FROM scd2.audit_log WHERE dimension = '$S.dim_f'")"
 finish

@@ -58,6 +58,8 @@ ORDER_FREE_PREP="ALTER TABLE STG ADD COLUMN IF NOT EXISTS eff timestamptz DEFAUL
 #   cell, NN the cell's number]
 ENTRY_POINTS=(
     "apply|CALL scd2.apply('m.stg', 'm.dim');|0"
+    # issue 48: the same call from PL/pgSQL, as written (no variable)
+    "apply_plpgsql|DO \$\$ BEGIN CALL scd2.apply('m.stg', 'm.dim'); END \$\$;|0"
     "merge|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim');|0"
     "merge_dry_run|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim', dry_run => true);|0"
     "apply_all|CALL scd2.apply_all();|0"
@@ -72,7 +74,7 @@ ENTRY_POINTS=(
     "arrival_memory_size|SELECT count(*) FROM scd2.arrival_memory_size('m.dim');|0"
     "register|SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg', on_schema_change => 'append_new_columns');|0"
     "asof|SELECT scd2.asof('m.dim', now(), KEY);|1"
-    "dbt_apply|CALL scd2.apply('m.stg'::regclass, 'm.dim'::regclass) \\gset@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM scd2.audit_log WHERE run_id = :run_id \\gset@@\\endif|0"
+    "dbt_apply|CALL scd2.apply('m.stg'::regclass, 'm.dim'::regclass, pg_catalog.now(), null) \\gset@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM scd2.audit_log WHERE run_id = :run_id \\gset@@\\endif|0"
     # on_schema_change (issue 28): the load adds the staging table's new
     # column to the dimension (ALTER TABLE as the owner, restricted)
     "apply_new_column|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = 'm.dim'::regclass AND attname = 'added_NN') = 1 AS post \\gset@@\\endif|0|ALTER TABLE STG ADD COLUMN added_NN int DEFAULT NN;"
@@ -98,7 +100,7 @@ OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size 
 KINDS=(trigger default check domain_check cast operator index_expression policy staging_view generated)
 # apply_new_column stays last but for the order-free loads: it adds columns
 # to m.stg that m.snaps lacks
-LOADS="apply merge apply_all dbt_apply apply_snapshots apply_new_column apply_order_free merge_order_free"
+LOADS="apply apply_plpgsql merge apply_all dbt_apply apply_snapshots apply_new_column apply_order_free merge_order_free"
 # (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
 read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
 
@@ -394,7 +396,7 @@ SQL
                 echo "UPDATE $STG_TABLE SET city = 'City $n' WHERE k = $(printf "$KEYLIT" 1);"
                 # the run revert and changes read: a load just before the cell
                 echo "SELECT clock_timestamp() AS t0 \\gset"
-                echo "CALL scd2.apply('m.stg', 'm.dim') \\gset"
+                echo "CALL scd2.apply('m.stg', 'm.dim', pg_catalog.now(), NULL) \\gset"
                 echo "SELECT :run_id AS run \\gset"
                 echo "INSERT INTO $STG_TABLE (k, tenant, city) VALUES ($(printf "$KEYLIT" "$((n + 500))"), 'a', 'City $n');"
                 # only apply_snapshots reads m.snaps (and apply_new_column,
