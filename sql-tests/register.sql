@@ -53,6 +53,22 @@ CREATE VIEW v_dim AS SELECT * FROM dim_product;
 SELECT scd2.register('v_dim', ARRAY['sku']);
 SELECT scd2.create_dimension('a.b.c', 'stg_customer', ARRAY['customer_id']);
 SELECT scd2.create_dimension('dim2', 'stg_customer', ARRAY['missing']);
+-- Its errors carry the caller's context lines, none of scd2's internals
+-- (issue 48).
+DO $$ BEGIN PERFORM scd2.create_dimension('dim2', 'stg_customer', ARRAY['missing']); END $$;
+-- The internal helpers PUBLIC may execute: those an entry point that runs
+-- with its caller's rights calls in SQL (each checks what it needs;
+-- docs/SECURITY.md).
+SELECT p.oid::regprocedure AS executable_by_public
+  FROM pg_proc p
+ WHERE p.pronamespace = 'scd2'::regnamespace AND p.proname LIKE '\_%'
+   AND has_function_privilege('public', p.oid, 'EXECUTE')
+ ORDER BY 1::text;
+SELECT p.oid::regprocedure AS not_executable_by_public
+  FROM pg_proc p
+ WHERE p.pronamespace = 'scd2'::regnamespace AND p.proname LIKE '\_%'
+   AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
+ ORDER BY 1::text;
 
 -- Only the owner registers; nobody writes the registry directly.
 CREATE ROLE scd2_reg_user;

@@ -83,3 +83,28 @@ CREATE EVENT TRIGGER scd2_keep_history ON ddl_command_start
 -- the aggregate, as its owner.
 REVOKE EXECUTE ON FUNCTION scd2._on_sql_drop(), scd2._on_drop_extension(),
     scd2._repeats_add(internal, anyelement), scd2._repeats_final(internal) FROM PUBLIC;
+
+-- scd2.create_dimension passes the caller's current schema to the PL/pgSQL
+-- scd2._create_dimension in C (src/fn_create_dimension.c): the helper's
+-- errors carry no context lines of scd2's internals, and the helper needs
+-- no EXECUTE grant to PUBLIC.
+CREATE OR REPLACE FUNCTION scd2.create_dimension(
+        dimension            text,
+        "like"               regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        surrogate_key_column name    DEFAULT 'sk',
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT 'is_current',
+        current_valid_to     text    DEFAULT 'null',
+        no_overlap           boolean DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'scd2_create_dimension'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+REVOKE EXECUTE ON FUNCTION scd2._create_dimension(name, text, regclass, name[], name[], name[], name, name,
+    text, name, name, name, name, text, boolean) FROM PUBLIC;

@@ -4,7 +4,8 @@
   the dimension.
 
   Every run, inside the model's transaction:
-    1. stages the SELECT into a temporary table (dropped at commit);
+    1. stages the SELECT into a temporary table (dropped at commit), named
+       "<model> (dbt model)";
     2. on the first run, creates the dimension shaped after it (the model's
        columns, less the delete marker, plus the bookkeeping columns) and
        registers it with scd2.register; an existing table that is not
@@ -12,7 +13,8 @@
        registration that differs from the config is updated (dbt's
        on_schema_change is register's: the load itself adds the model's
        new columns, widens types or refuses, under its lock);
-    3. loads it with CALL scd2.apply (not with --empty);
+    3. loads it with CALL scd2.apply, its form that returns the run id
+       (not with --empty);
     4. reports the run's metrics as the adapter response (rows_affected =
        rows written) and logs the run id.
   --full-refresh never rebuilds the dimension (its history is not in the
@@ -44,8 +46,11 @@
     {%- set existing_relation = none -%}
   {%- endif -%}
 
-  {#- 1. stage -#}
-  {%- set staging_relation = make_temp_relation(target_relation) -%}
+  {#- 1. stage: into a temporary table named after the model, the name
+      scd2's errors and the audit log's staging column give ("staging table
+      pg_temp_3."dim_customer (dbt model)" has a NULL business key"), not a
+      generated one -#}
+  {%- set staging_relation = api.Relation.create(identifier=model.name ~ ' (dbt model)', type='table') -%}
   {% call statement('scd2_stage') -%}
     create temporary table {{ staging_relation }} on commit drop as (
       {{ sql }}
@@ -76,7 +81,7 @@
     {%- endcall %}
   {%- else -%}
   {% call statement('scd2_apply', fetch_result=True) -%}
-    call scd2.apply({{ scd2.scd2__regclass(staging_relation) }}, {{ scd2.scd2__regclass(target_relation) }})
+    call scd2.apply({{ scd2.scd2__regclass(staging_relation) }}, {{ scd2.scd2__regclass(target_relation) }}, pg_catalog.now(), null)
   {%- endcall %}
   {%- set run_id = load_result('scd2_apply')['data'][0][0] -%}
 

@@ -284,7 +284,7 @@ else
     not_ok "the run id and metrics are in dbt's log" "$(dbt_out)"
 fi
 expect "no staging table is left behind" "" \
-    "$(q $DB "SELECT string_agg(relname, ',') FROM pg_class WHERE relname LIKE '%dbt_tmp%'")"
+    "$(q $DB "SELECT string_agg(relname, ',') FROM pg_class WHERE relname LIKE '%dbt_tmp%' OR relname LIKE '% (dbt model)'")"
 
 products() {
     q $DB "SELECT string_agg(sku || ':' || price || ':' || description || ':' || valid_from_date || '..' || valid_to_date, ' '
@@ -484,10 +484,10 @@ before_runs=$(runs dim_account)
 if dbt run -s dim_account; then
     not_ok "a NULL inside the composite key fails the run"
 else
-    if grep -q "has a NULL business key" "$work/out"; then
-        ok "a NULL inside the composite key fails the run, naming the problem"
+    if grep -q 'staging table pg_temp_[0-9]*\."dim_account (dbt model)" has a NULL business key' "$work/out"; then
+        ok "a NULL inside the composite key fails the run, naming the problem and the model"
     else
-        not_ok "a NULL inside the composite key fails the run, naming the problem" "$(dbt_out)"
+        not_ok "a NULL inside the composite key fails the run, naming the problem and the model" "$(dbt_out)"
     fi
 fi
 expect "and writes nothing" "$before_a $before_runs" "$(accounts) $(runs dim_account)"
