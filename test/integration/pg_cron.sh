@@ -123,7 +123,7 @@ schedule_job() {
 job_apply=$(schedule_job scd2-test-apply "CALL scd2.apply('$S.stg_a', '$S.dim_a')")
 job_fail=$(schedule_job scd2-test-apply-fail "CALL scd2.apply('$S.stg_d', '$S.dim_d')")
 job_all=$(schedule_job scd2-test-apply-all "CALL scd2.apply_all()")
-job_do=$(schedule_job scd2-test-do "DO \$do\$ BEGIN CALL scd2.apply('$S.stg_e', '$S.dim_e'); END \$do\$")
+job_do=$(schedule_job scd2-test-do "DO \$do\$ BEGIN CALL scd2.apply('$S.stg_e', '$S.dim_e'); END \$do\$;")
 job_proc=$(schedule_job scd2-test-procedure "CALL $S.nightly()")
 jobs="$job_apply,$job_fail,$job_all,$job_do,$job_proc"
 if [[ ${PGHOST:-} == /* ]]; then
@@ -199,15 +199,17 @@ expect "DO block job succeeded" "succeeded" "${run%%|*}"
 expect "dim_e loaded by the DO block" "1 Kyiv 1,2 Lviv 1" \
     "$(q $DB "SELECT string_agg(id || ' ' || city || ' ' || is_current::int, ',' ORDER BY id) FROM $S.dim_e")"
 expect "dim_e audit row" "success 2 2" \
-    "$(q $DB "SELECT status || ' ' || source_rows || ' ' || inserted FROM scd2.audit_log WHERE dimension = '$S.dim_e'")"
+    "$(q $DB "SELECT status || ' ' || source_rows || ' ' || inserted FROM scd2.audit_log WHERE dimension = '$S.dim_e' ORDER BY run_id LIMIT 1")"
 
 # A procedure with a COMMIT between two loads: both loaded, in two
-# transactions.
+# transactions (its first run's two audit rows: with pg_cron 1.4 a job may
+# run again before it is unscheduled, and that run's loads conflict).
 run=$(first_run $job_proc)
 expect "procedure job succeeded" "succeeded" "${run%%|*}"
 expect "dim_f has both loads' versions" "1 Riga 2024-01-01 0,1 Tartu 2024-02-01 1" \
     "$(q $DB "SELECT string_agg(id || ' ' || city || ' ' || (valid_from AT TIME ZONE 'UTC')::date || ' ' || is_current::int, ',' ORDER BY valid_from) FROM $S.dim_f")"
 expect "dim_f audit rows, one per load, committed apart" "success 1 1 0,success 1 0 1|2" \
     "$(q $DB "SELECT string_agg(status || ' ' || source_rows || ' ' || inserted || ' ' || new_versions, ',' ORDER BY run_id)
-                       || '|' || count(DISTINCT txid) FROM scd2.audit_log WHERE dimension = '$S.dim_f'")"
+                       || '|' || count(DISTINCT txid)
+                  FROM (SELECT * FROM scd2.audit_log WHERE dimension = '$S.dim_f' ORDER BY run_id LIMIT 2) a")"
 finish
