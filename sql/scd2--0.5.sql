@@ -1419,7 +1419,7 @@ COMMENT ON VIEW scd2.load_progress IS
 -- that wants the run id: a result row at top level (psql, dbt), a variable
 -- in PL/pgSQL.  No default is shared between the two (a call of two or
 -- three arguments is the first, of four the second), so no call is
--- ambiguous.  Both are src/fn_apply.c's scd2_apply.
+-- ambiguous.  Both are src/load/apply.c's scd2_apply.
 DROP PROCEDURE scd2.apply(regclass, regclass, timestamptz, bigint);
 CREATE PROCEDURE scd2.apply(
         staging      regclass,
@@ -1441,7 +1441,7 @@ COMMENT ON PROCEDURE scd2.apply(regclass, regclass, timestamptz, bigint) IS
 
 -- DROP EXTENSION scd2 (and DROP SCHEMA scd2 CASCADE) is refused while
 -- dimensions are registered or the audit log holds rows, unless
--- scd2.allow_drop_with_history is on (src/drop_guard.c).
+-- scd2.allow_drop_with_history is on (src/history/drop_guard.c).
 CREATE FUNCTION scd2._on_drop_extension()
 RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'scd2_on_drop_extension'
@@ -1461,7 +1461,7 @@ REVOKE EXECUTE ON FUNCTION scd2._on_sql_drop(), scd2._on_drop_extension(),
     scd2._repeats_add(internal, anyelement), scd2._repeats_final(internal) FROM PUBLIC;
 
 -- scd2.create_dimension passes the caller's current schema to the PL/pgSQL
--- scd2._create_dimension in C (src/fn_create_dimension.c): the helper's
+-- scd2._create_dimension in C (src/catalog/create_dimension.c): the helper's
 -- errors carry no context lines of scd2's internals, and the helper needs
 -- no EXECUTE grant to PUBLIC.
 CREATE OR REPLACE FUNCTION scd2.create_dimension(
