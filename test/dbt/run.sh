@@ -11,10 +11,12 @@
 #     `--full-refresh`;
 #   - the post-hook example examples/dbt (a table model whose post-hook
 #     calls scd2.apply), inside the model's transaction and after_commit,
-#     with failing loads.
+#     with failing loads;
+#   - docs/DBT.md's complete project (profiles.yml, dbt_project.yml,
+#     packages.yml, sources, model, tests), extracted from the document.
 # Needs a running server (PGHOST, PGPORT, PGUSER: a superuser) with scd2
 # installed, as scripts/test_suites.sh starts it.  Creates (drops first) the
-# databases scd2_dbt and scd2_dbt_example.  A venv that cannot be installed
+# databases scd2_dbt, scd2_dbt_example and scd2_dbt_doc.  A venv that cannot be installed
 # is a failure, never a pass.
 #
 # SCD2_DBT_VENV overrides where the venv is kept.
@@ -40,9 +42,10 @@ HOME_VENV_LINE="~/dbt-venv/bin/pip install dbt-core==$DBT_CORE_VERSION dbt-postg
 SKIP=0
 DB=scd2_dbt
 EXDB=scd2_dbt_example
+DOCDB=scd2_dbt_doc
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP DATABASE IF EXISTS $EXDB" >/dev/null 2>&1' EXIT
+trap 'rm -rf "$work"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "DROP DATABASE IF EXISTS $EXDB" -c "DROP DATABASE IF EXISTS $DOCDB" >/dev/null 2>&1' EXIT
 
 # ---------------------------------------------------------------- the venv
 
@@ -646,5 +649,64 @@ expect "example: its audit row" "success staging.stg_customer 0 1 1" "$(exlast)"
 expect "example: loaded in a transaction of its own, after the model's" "f" \
     "$(q $EXDB "SELECT xmin::text::bigint = (SELECT txid::text::bigint % 4294967296 FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1)
                   FROM staging.stg_customer LIMIT 1")"
+
+
+# ------------------------------------------------------ docs/DBT.md's project
+# The complete project of docs/DBT.md, in a project of its own: every
+# fenced block preceded by a line <!-- test/dbt/example: PATH --> (the
+# profile, dbt_project.yml, models/sources.yml), its model and schema file
+# (models/dim_customer.*, also in the project above) and its local
+# packages.yml.  Only the profile's connection values are replaced by this
+# server's; a profile without them fails here, so the text cannot drift.
+doc=$work/doc-project
+mkdir -p "$doc/models" "$work/doc-profiles"
+awk -v dir="$doc" '
+    /^<!-- test\/dbt\/(example|project): [^ ]+ -->$/ {
+        want = ($2 == "test/dbt/example:" || $3 ~ /^models\/dim_customer\./); f = dir "/" $3; next }
+    want && /^```/ { want = 0; copying = 1; printf "" > f; next }
+    copying && /^```$/ { copying = 0; close(f); next }
+    copying { print >> f }' "$root/docs/DBT.md"
+expect "docs/DBT.md has the complete project's files" \
+    "dbt_project.yml models/dim_customer.sql models/dim_customer.yml models/sources.yml profiles.yml" \
+    "$(cd "$doc" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ' | sed 's/ $//')"
+mv "$doc/profiles.yml" "$work/doc-profiles/profiles.yml"
+sed -i -e "s|^      host: localhost\$|      host: \"$PGHOST\"|" -e "s|^      port: 5432\$|      port: $PGPORT|" \
+    -e "s|^      user: dbt\$|      user: \"$PGUSER\"|" -e "s|^      dbname: warehouse\$|      dbname: $DOCDB|" \
+    "$work/doc-profiles/profiles.yml"
+expect "docs/DBT.md's profile has the host, port, user and database this test replaces" 4 \
+    "$(grep -cE "^      (host: \"$PGHOST\"|port: $PGPORT|user: \"$PGUSER\"|dbname: $DOCDB)\$" "$work/doc-profiles/profiles.yml")"
+cp "$work/packages.local.yml" "$doc/packages.yml"
+q postgres "DROP DATABASE IF EXISTS $DOCDB" >/dev/null 2>&1
+q postgres "CREATE DATABASE $DOCDB" >/dev/null
+sql $DOCDB -o /dev/null <<'SQL' || not_ok "docs/DBT.md's project: its source table"
+SET client_min_messages = warning;
+CREATE EXTENSION scd2;
+CREATE SCHEMA crm;
+CREATE TABLE crm.customers (customer_id int, name text, city text, email text, updated_at timestamptz);
+INSERT INTO crm.customers VALUES (1, 'Ada', 'Oslo', 'ada@example.com', '2024-01-01'),
+                                 (2, 'Brian', 'Rome', 'brian@example.com', '2024-01-01');
+SQL
+# doc_dbt COMMAND...: dbt in that project, with its profile.
+doc_dbt() { DBT_PROFILES_DIR="$work/doc-profiles" DBT_PASSWORD= dbt_in "$doc" "$@"; }
+doc_dim() {
+    q $DOCDB "SELECT string_agg(customer_id || ':' || city || ':' || email || ':' || valid_from::date
+                                || '..' || coalesce(valid_to::date::text, '') || ':' || is_current::int, ' '
+                                ORDER BY customer_id, valid_from)
+                FROM analytics.dim_customer"
+}
+if doc_dbt deps && doc_dbt run; then ok "docs/DBT.md's project: dbt deps and dbt run"
+else not_ok "docs/DBT.md's project: dbt deps and dbt run" "$(dbt_out)"; fi
+expect "docs/DBT.md's project: the dimension after the first run" \
+    "1:Oslo:ada@example.com:2024-01-01..:1 2:Rome:brian@example.com:2024-01-01..:1" "$(doc_dim)"
+sql $DOCDB -o /dev/null -c "UPDATE crm.customers SET city = 'Bergen', updated_at = '2024-02-01' WHERE customer_id = 1" \
+    -c "UPDATE crm.customers SET email = 'brian@example.org', updated_at = '2024-02-01' WHERE customer_id = 2"
+if doc_dbt run; then ok "docs/DBT.md's project: a second dbt run"; else not_ok "docs/DBT.md's project: a second dbt run" "$(dbt_out)"; fi
+expect "docs/DBT.md's project: a change opens a version, an email change overwrites (type1)" \
+    "1:Oslo:ada@example.com:2024-01-01..2024-02-01:0 1:Bergen:ada@example.com:2024-02-01..:1 2:Rome:brian@example.org:2024-01-01..:1" \
+    "$(doc_dim)"
+expect "docs/DBT.md's project: its audit rows" "success 2 2 0 0 0,success 2 0 1 1 1" \
+    "$(q $DOCDB "SELECT string_agg(concat_ws(' ', status, source_rows, inserted, new_versions, closed, type1_updated), ',' ORDER BY run_id)
+                   FROM scd2.audit_log")"
+if doc_dbt test; then ok "docs/DBT.md's project: dbt test passes"; else not_ok "docs/DBT.md's project: dbt test passes" "$(dbt_out)"; fi
 
 finish
