@@ -11,7 +11,11 @@
 #     and each installs with `apt-get install ./dist/...deb` into a clean
 #     cluster of its version, passes CREATE EXTENSION scd2 and a smoke load,
 #     and is removed (test/release/package_smoke.sh: 15 on this machine, 17
-#     and 18 in the chroot of the Debian release they were built in).
+#     and 18 in the chroot of the Debian release they were built in);
+#   - each package depends on postgresql-NN with no version of the build
+#     machine: at most the floor postgresql-common names for modules built
+#     against its headers (test/release/package_depends.sh, which must also
+#     catch a planted minor-release dependency).
 # Prints `release: N passed, M failed, K skipped`.  Needs root for the
 # packages (SKIPPED otherwise).
 set -uo pipefail
@@ -73,7 +77,7 @@ else
         fail "make dist"; sed 's/^/# /' "$work/dist.log"
     fi
     unzip -Z1 "$zip" >"$work/list" 2>/dev/null
-    want="scd2.control META.json README.md Makefile $(git -C "$root" ls-files 'sql/scd2--*.sql' 'src/*.c' 'src/*.h' | tr '\n' ' ')"
+    want="scd2.control META.json README.md LICENSE Makefile $(git -C "$root" ls-files 'sql/scd2--*.sql' 'src/*.c' 'src/*.h' | tr '\n' ' ')"
     missing=""
     for f in $want; do grep -qx "scd2-$version/$f" "$work/list" || missing="$missing $f"; done
     check "the archive holds the control file, META.json, README.md, every install script and source" "" "$missing"
@@ -90,6 +94,23 @@ else
 fi
 
 # ------------------------------------------------------------ the packages
+# The dependency check, on planted packages: pg_buildext's forms pass, a
+# dependency on the build machine's minor release and a missing floor fail.
+plant() {   # plant NAME DEPENDS: a package whose Depends is DEPENDS
+    mkdir -p "$work/plant/$1/DEBIAN"
+    printf 'Package: postgresql-15-scd2\nVersion: 0.0-1\nArchitecture: all\nMaintainer: test <test@localhost>\nDepends: %s\nDescription: planted\n' \
+        "$2" >"$work/plant/$1/DEBIAN/control"
+    dpkg-deb --root-owner-group -b "$work/plant/$1" "$work/plant/$1.deb" >/dev/null 2>&1
+}
+echo "15 15.20" >"$work/minor_versions"
+plant floor "postgresql-15 (>> 15.20), libc6 (>= 2.34)"
+plant built "postgresql-15 (>= 15.20-0+deb12u1), libc6 (>= 2.34)"
+plant bare "postgresql-15, libc6 (>= 2.34)"
+verdict() { "$here/package_depends.sh" "$@" | head -1 | sed -E 's/^(ok|not ok) - .*/\1/'; }
+check "the dependency check passes pg_buildext's forms and catches a minor release of the build machine or a missing floor" \
+    "ok/not ok/not ok/ok" \
+    "$(verdict 15 "$work/plant/floor.deb" "$work/minor_versions")/$(verdict 15 "$work/plant/built.deb" "$work/minor_versions")/$(verdict 15 "$work/plant/bare.deb" "$work/minor_versions")/$(verdict 15 "$work/plant/bare.deb" -)"
+
 arch=$(dpkg --print-architecture)
 deb_version=$(sed -n '1s/^scd2 (\([^)]*\)).*/\1/p' "$root/debian/changelog")
 if [ "$(id -u)" != 0 ]; then
@@ -112,8 +133,11 @@ else
         pass "scripts/package.sh $major builds $deb ($(du -k "$root/$deb" | cut -f1) kB)"
         # Where it was built: here, or the chroot of its Debian release.
         if [ -x "/usr/lib/postgresql/$major/bin/pg_config" ] || ! suite=$(chroot_suite "$major"); then
+            tap < <("$here/package_depends.sh" "$major" "$root/$deb" /etc/postgresql-common/minor_versions)
             tap < <("$here/package_smoke.sh" "$major" "$root/$deb")
         else
+            tap < <("$root/scripts/chroot.sh" run "$suite" /scd2/test/release/package_depends.sh \
+                "$major" "/scd2/$deb" /etc/postgresql-common/minor_versions)
             tap < <("$root/scripts/chroot.sh" run "$suite" env SCD2_PORT="$SCD2_PORT" \
                 /scd2/test/release/package_smoke.sh "$major" "/scd2/$deb")
         fi
