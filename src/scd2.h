@@ -58,6 +58,7 @@ typedef struct Scd2Config
 										 * from (catalog/registry.h) */
 	Oid			dim_oid;
 	Oid			stg_oid;
+	Oid			owner;			/* the dimension's owner: the load runs as it */
 	char	   *dim_sql;		/* quoted qualified names */
 	char	   *stg_sql;
 	char	   *dim_name;		/* for messages */

@@ -178,6 +178,9 @@ require_staging_column(TupleDesc stg, Scd2Column *col, const char *role,
 						   format_type_be(srctype), format_type_be(col->typid)),
 				 errhint("Cast the column in the staging table (or a view over it) to %s.",
 						 format_type_be(col->typid))));
+	/* no code of a role the dimension's owner does not trust (trust.c) */
+	scd2_trust_staging_column(cfg->owner, cfg->stg_name, cfg->dim_name, col->name, srctype,
+							  att->attcollation, col->typid, col->collid);
 	col->stg_exact = srctype == col->typid && att->atttypmod == col->typmod &&
 		att->attcollation == col->collid;
 	describe_conversion(col, att);
@@ -277,6 +280,8 @@ resolve_effective(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 						reg->effective_column, cfg->stg_name, format_type_be(srctype),
 						format_type_be(cfg->vf.typid)),
 				 errhint("Give the effective column the type of the dimension's valid_from column.")));
+	scd2_trust_staging_column(cfg->owner, cfg->stg_name, cfg->dim_name, reg->effective_column,
+							  srctype, att->attcollation, cfg->vf.typid, cfg->vf.collid);
 	cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
 	cfg->eff_name = reg->effective_column;
 	/* converted exactly, or checked before the load (load_convert.c) */
@@ -506,6 +511,7 @@ scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg)
 	/* the tables the load's SQL reads: these, or on Citus their images */
 	cfg->dim_sql = cfg->dim_name;
 	cfg->stg_sql = cfg->stg_name;
+	cfg->owner = scd2_relation_owner(dim_oid);
 
 	dimrel = table_open(dim_oid, AccessShareLock);
 	stgrel = table_open(stg_oid, AccessShareLock);

@@ -83,6 +83,16 @@ extern void scd2_require_registered_shape(Oid dim_oid, const char *dim_name, boo
 extern Oid	scd2_relation_owner(Oid relid);
 extern void scd2_check_relkind(Oid relid, bool dimension);
 
+/* trust.c: whose objects a dimension's owner may run or depend on */
+extern void scd2_trust_staging_relation(Oid stg_oid, Oid owner, const char *dim_name);
+extern void scd2_trust_staging_column(Oid owner, const char *stg_name, const char *dim_name,
+									  const char *column, Oid stgtype, Oid stgcoll,
+									  Oid dimtype, Oid dimcoll);
+extern void scd2_trust_staging_columns(Oid stg_oid, Oid dim_oid, Oid owner,
+									   const char *stg_name, const char *dim_name);
+extern void scd2_trust_new_column(Oid owner, const char *dim_name, const char *stg_name,
+								  const char *column, Oid type, Oid coll);
+
 /* access.c: the privileges a load needs, of the caller or the owner */
 extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
 								  Oid roleid, bool as_owner);

@@ -605,9 +605,14 @@ apply_snapshots_body(void *arg)
 	scd2_lock_dimension(ss->dim_oid, NULL,
 						"scd2.apply_snapshots waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s, "
 						"which another load (or a statement that locks the table) holds; nothing was loaded.");
+	/* a view of a role the owner does not trust; every column read (trust.c) */
+	scd2_trust_staging_relation(ss->stg_oid, scd2_relation_owner(ss->dim_oid),
+								scd2_relation_display_name(ss->dim_oid));
 	ss->cfg = scd2_load_config(ss->dim_oid, ss->stg_oid,
 							   scd2_load_registration(ss->dim_oid, ss->stg_oid,
 													  scd2_relation_display_name(ss->dim_oid)));
+	scd2_trust_staging_columns(ss->stg_oid, ss->dim_oid, ss->cfg->owner, ss->cfg->stg_name,
+							   ss->cfg->dim_name);
 	check_snapshot_column(ss);
 	column_sql(ss);
 	prepare_extracts(ss);

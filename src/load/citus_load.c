@@ -45,6 +45,7 @@
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 
+#include "catalog/registry.h"
 #include "common/common.h"
 #include "history/history.h"
 #include "load/steps.h"
@@ -138,6 +139,9 @@ scd2_citus_prepare(LoadState *st, Scd2Config *cfg)
 	if (copy_stg)
 	{
 		st->stg_table_sql = cfg->stg_sql;
+		/* the image copies every column: none of an untrusted type (trust.c) */
+		scd2_trust_staging_columns(cfg->stg_oid, cfg->dim_oid, cfg->owner, cfg->stg_name,
+								   cfg->dim_name);
 		scd2_exec_work(psprintf("CREATE TEMP TABLE %s (LIKE %s) ON COMMIT DROP", STG_IMAGE, cfg->stg_sql),
 					  SPI_OK_UTILITY, "creating the staging table's image");
 		cfg->stg_sql = STG_IMAGE;

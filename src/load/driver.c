@@ -129,6 +129,9 @@ become_owner(const Scd2LoadRequest *req, OwnerContext *oc)
 	/* no row-level security the load would bypass (guard.c), under the lock */
 	scd2_refuse_row_security(req->dim_oid, scd2_relation_owner(req->dim_oid), "dimension", "A load");
 	scd2_refuse_row_security(req->stg_oid, scd2_relation_owner(req->dim_oid), "staging table", "A load");
+	/* no staging view of a role the owner does not trust (trust.c) */
+	scd2_trust_staging_relation(req->stg_oid, scd2_relation_owner(req->dim_oid),
+								scd2_relation_display_name(req->dim_oid));
 
 	/* From here on the load runs as the dimension's owner (see above). */
 	scd2_owner_enter(oc, scd2_relation_owner(req->dim_oid));

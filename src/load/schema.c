@@ -354,6 +354,33 @@ refuse_type_change(const char *dim_name, const char *stg_name, const Diff *d, Wi
 					 dt)));
 }
 
+/*
+ * A column added or retyped gets only a type and collation the dimension's
+ * owner may depend on (trust.c): the staging column's; a widened column
+ * keeps its own collation.  A dry run refuses it as the load would.
+ */
+static void
+refuse_untrusted(const Scd2LoadRequest *req, List *added, List *widened, const char *dim_name)
+{
+	Oid			owner = scd2_relation_owner(req->dim_oid);
+	char	   *stg_name = scd2_relation_display_name(req->stg_oid);
+	ListCell   *lc;
+
+	foreach(lc, added)
+	{
+		Diff	   *d = lfirst(lc);
+
+		scd2_trust_new_column(owner, dim_name, stg_name, d->name, d->stg->atttypid,
+							  d->stg->attcollation);
+	}
+	foreach(lc, widened)
+	{
+		Diff	   *d = lfirst(lc);
+
+		scd2_trust_new_column(owner, dim_name, stg_name, d->name, d->stg->atttypid, InvalidOid);
+	}
+}
+
 /* The ALTER TABLE of the new and widened columns (one statement: one rewrite at most). */
 static char *
 alter_sql(const char *dim_sql, List *added, List *widened)
@@ -523,6 +550,8 @@ scd2_schema_evolve(const Scd2LoadRequest *req, const Scd2Registration *reg,
 		*note = make_note(added, NIL, NIL, req->dry_run);
 	else if (mode != SCHEMA_FAIL)
 		*note = make_note(NIL, added, widened, req->dry_run);
+	if ((mode == SCHEMA_APPEND || mode == SCHEMA_SYNC) && (added != NIL || widened != NIL))
+		refuse_untrusted(req, added, widened, dim_name);
 	if ((mode == SCHEMA_APPEND || mode == SCHEMA_SYNC) && !req->dry_run &&
 		(added != NIL || widened != NIL))
 	{
