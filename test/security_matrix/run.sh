@@ -243,10 +243,11 @@ expect() {
 psql_su() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql_su -d postgres -c "DO \$\$ BEGIN
     DROP ROLE IF EXISTS regress_mx_owner; DROP ROLE IF EXISTS regress_mx_grantee;
-    DROP ROLE IF EXISTS regress_mx_limited;
+    DROP ROLE IF EXISTS regress_mx_limited; DROP ROLE IF EXISTS regress_mx_etl;
 END \$\$" >/dev/null 2>&1 || true
 for k in "${KINDS[@]}"; do psql_su -d postgres -c "DROP DATABASE IF EXISTS scd2_mx_$k" >/dev/null 2>&1; done
-psql_su -d postgres -c "CREATE ROLE regress_mx_owner; CREATE ROLE regress_mx_grantee; CREATE ROLE regress_mx_limited;" >/dev/null
+psql_su -d postgres -c "DROP DATABASE IF EXISTS scd2_mx_staging" >/dev/null 2>&1
+psql_su -d postgres -c "CREATE ROLE regress_mx_owner; CREATE ROLE regress_mx_grantee; CREATE ROLE regress_mx_limited; CREATE ROLE regress_mx_etl;" >/dev/null
 
 # The mechanism holds by construction only while statements go through
 # src/exec.c: no other file may call SPI's executors, except these.
@@ -429,6 +430,254 @@ SQL
     psql_su -d postgres -c "DROP DATABASE $db" >/dev/null
 done
 
+
+# ---------------------------------------------------------------------------
+# The staging axes (issue 47): who owns the staging relation, what it is,
+# and what code its owner put in it.  The dimension's owner (regress_mx_owner)
+# owns m.d_I (and m.o_I, the same registered order_free with effective
+# column eff); the staging relation is
+#   owned by   the dimension's owner | the caller | a third role (regress_mx_etl)
+#   a          table | security_invoker view | ordinary view (over a table
+#              of the same owner)
+#   with code  a cast (the column is the staging owner's enum, with an
+#              assignment cast to the dimension's text), a domain (with a
+#              CHECK), a collation, an operator (an = on text in the owner's
+#              schema), a default (of a column the dimension lacks), or only
+#              the view's function (a view's WHERE calls it).
+# Each cell asserts: a staging owner the dimension's owner does not trust
+# (neither it, a member of it, nor a superuser) is refused when it brings a
+# view, a type or a collation (trust.c), and then none of its code ran and
+# nothing was written; its operator and default never run, and its table
+# loads; a trusted owner's code ran as the dimension's owner, restricted,
+# and a cast or a view's function did run.  The entry points are those that
+# read a staging relation (apply_all is the same load as apply, for every
+# registered dimension: sql-tests/security_staging.sql refuses it there).
+STAGING_OWNERS="owner caller third"
+STAGING_FORMS="table invoker_view view"
+STAGING_CODES="cast domain collation operator default view_function"
+STAGING_CALLERS="owner superuser grantee"
+# name|statement (@D: the dimension, @O: its order-free twin, @S: the staging relation)
+STAGING_ENTRIES=(
+    "apply|CALL scd2.apply('@S', '@D');"
+    "merge|SELECT count(*) FROM scd2.merge('@S', '@D');"
+    "merge_dry_run|SELECT count(*) FROM scd2.merge('@S', '@D', dry_run => true);"
+    "apply_snapshots|CALL scd2.apply_snapshots('@S', '@D', 'eff');"
+    "apply_order_free|CALL scd2.apply('@S', '@O');"
+)
+role_of() {   # the role a staging owner axis names for a caller
+    case $1/$2 in
+        owner/*) echo regress_mx_owner ;;
+        third/*) echo regress_mx_etl ;;
+        caller/owner) echo regress_mx_owner ;;
+        caller/superuser) echo "$superuser" ;;
+        caller/grantee) echo regress_mx_grantee ;;
+    esac
+}
+trusted_role() { [ "$1" = regress_mx_owner ] || [ "$1" = "$superuser" ]; }
+
+sdb=scd2_mx_staging
+sscript=$out/cells_staging.sql
+psql_su -d postgres -c "CREATE DATABASE $sdb" >/dev/null
+{
+    cat <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION scd2;
+CREATE SCHEMA m AUTHORIZATION regress_mx_owner;
+CREATE SCHEMA s;
+GRANT USAGE ON SCHEMA m TO PUBLIC;
+GRANT USAGE, CREATE ON SCHEMA s TO PUBLIC;
+CREATE TABLE m.probe_log (what text, ran_as name, restricted boolean);
+GRANT INSERT ON m.probe_log TO PUBLIC;
+-- counts every probe, in a refused call too (nextval is not rolled back)
+CREATE SEQUENCE m.probes;
+GRANT USAGE ON SEQUENCE m.probes TO PUBLIC;
+CREATE FUNCTION m.probe(what text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_restricted boolean;
+BEGIN
+    BEGIN
+        PERFORM pg_catalog.set_config('role', 'none', true);
+        RAISE EXCEPTION 'undo';
+    EXCEPTION WHEN OTHERS THEN
+        v_restricted := SQLERRM LIKE '%security-restricted operation%';
+    END;
+    INSERT INTO m.probe_log VALUES (what, current_user, v_restricted);
+    PERFORM nextval('m.probes');
+    RETURN true;
+END $$;
+CREATE FUNCTION public.mx_state(d regclass, o regclass) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    r text;
+    x text;
+BEGIN
+    EXECUTE format('SELECT coalesce(md5(string_agg(t::text, '','' ORDER BY t::text)), ''-'') FROM %s t', d) INTO r;
+    EXECUTE format('SELECT coalesce(md5(string_agg(t::text, '','' ORDER BY t::text)), ''-'') FROM %s t', o) INTO x;
+    RETURN r || ' ' || x
+        || ' ' || (SELECT coalesce(md5(string_agg(c::text, ',' ORDER BY c::text)), '-') FROM scd2.change_log c)
+        || ' ' || (SELECT coalesce(md5(string_agg(a::text, ',' ORDER BY a.run_id)), '-') FROM scd2.audit_log a
+                    WHERE a.status <> 'error')
+        || ' ' || (SELECT coalesce(md5(string_agg(m::text, ',' ORDER BY m::text)), '-') FROM scd2.arrival_memory m);
+END $$;
+CREATE FUNCTION public.mx_errors() RETURNS bigint LANGUAGE sql AS
+    $$ SELECT count(*) FROM scd2.audit_log WHERE status = 'error' $$;
+CREATE FUNCTION public.mx_staging_verdict(failed boolean, msg text, before text, after text,
+                                          errors_before bigint, probes_before bigint,
+                                          expected text, must_fire boolean)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    v_bad text;
+    v_fired bigint;
+BEGIN
+    IF expected = 'ok' AND failed THEN
+        RETURN 'refused: ' || msg;
+    ELSIF expected <> 'ok' AND NOT failed THEN
+        RETURN 'not refused (expected ' || expected || ')';
+    ELSIF expected = 'refused_trust' AND msg NOT LIKE '%would run code of role%'
+          AND msg NOT LIKE 'staging view % belongs to role %' THEN
+        RETURN 'refused for another reason: ' || msg;
+    END IF;
+    IF failed AND (after <> before OR public.mx_errors() - errors_before NOT IN (0, 1)) THEN
+        RETURN 'a refused call wrote something';
+    END IF;
+    IF failed AND (SELECT last_value FROM m.probes) <> probes_before THEN
+        RETURN 'a refused call ran staging code before refusing';
+    END IF;
+    -- a trusted owner's code runs as the dimension's owner, restricted; an
+    -- untrusted owner's code never runs, nor any operator or default
+    SELECT string_agg(DISTINCT what || ' as ' || ran_as || CASE WHEN restricted THEN '' ELSE ' unrestricted' END, ', ')
+      INTO v_bad FROM m.probe_log
+     WHERE NOT (ran_as = 'regress_mx_owner' AND restricted)
+        OR what LIKE 'untrusted %' OR what LIKE '% operator' OR what LIKE '% default';
+    IF v_bad IS NOT NULL THEN
+        RETURN 'staging code ran wrongly: ' || v_bad;
+    END IF;
+    SELECT count(*) INTO v_fired FROM m.probe_log;
+    IF NOT failed AND must_fire AND v_fired = 0 THEN
+        RETURN 'the staging owner''s code did not run';
+    END IF;
+    RETURN 'ok';
+END $$;
+SQL
+    i=0
+    for srole in regress_mx_owner "$superuser" regress_mx_grantee regress_mx_etl; do
+        for form in $STAGING_FORMS; do
+            for code in $STAGING_CODES; do
+                [ "$form" = table ] && [ "$code" = view_function ] && continue
+                i=$((i + 1))
+                trusted_role "$srole" && tag=trusted || tag=untrusted
+                ctype=text extra= pre=
+                case $code in
+                    cast)
+                        ctype=s.e_$i
+                        pre="CREATE TYPE s.e_$i AS ENUM ($(seq -f "'c%g'" 0 999 | paste -sd,));
+CREATE FUNCTION s.e_text_$i(s.e_$i) RETURNS text LANGUAGE plpgsql AS \$\$
+BEGIN PERFORM m.probe('$tag cast'); RETURN pg_catalog.textin(pg_catalog.enum_out(\$1)); END \$\$;
+CREATE CAST (s.e_$i AS text) WITH FUNCTION s.e_text_$i(s.e_$i) AS ASSIGNMENT;" ;;
+                    domain)
+                        ctype=s.dom_$i
+                        pre="CREATE DOMAIN s.dom_$i AS text CHECK (m.probe('$tag domain check'));" ;;
+                    collation)
+                        ctype="text COLLATE s.coll_$i"
+                        pre="CREATE COLLATION s.coll_$i (locale = 'C');" ;;
+                    operator)
+                        pre="CREATE FUNCTION s.eq_$i(text, text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS \$\$
+BEGIN PERFORM m.probe('$tag operator'); RETURN \$1 OPERATOR(pg_catalog.=) \$2; END \$\$;
+CREATE OPERATOR o_$i.= (LEFTARG = text, RIGHTARG = text, FUNCTION = s.eq_$i);" ;;
+                    default)
+                        extra=", note text DEFAULT m.probe('$tag default')::text" ;;
+                esac
+                rel=s.t_$i
+                [ "$form" = table ] || rel=s.v_$i
+                # (an operator = of its own, in a schema of its own)
+                [ "$code" = operator ] && echo "CREATE SCHEMA o_$i AUTHORIZATION \"$srole\";"
+                [ "$srole" = "$superuser" ] || echo "SET ROLE $srole;"
+                printf '%s\n' "$pre"
+                echo "CREATE TABLE s.t_$i (k int, city $ctype, eff timestamptz$extra);"
+                case $form in
+                    view) echo "CREATE VIEW s.v_$i AS SELECT k, city, eff FROM s.t_$i WHERE m.probe('$tag view function');" ;;
+                    invoker_view) echo "CREATE VIEW s.v_$i WITH (security_invoker) AS SELECT k, city, eff FROM s.t_$i WHERE m.probe('$tag view function');" ;;
+                esac
+                echo "GRANT SELECT ON $rel TO PUBLIC;"
+                [ "$form" = table ] || echo "GRANT SELECT ON s.t_$i TO PUBLIC;"
+                echo "INSERT INTO s.t_$i (k, city, eff) VALUES (1, 'c0', statement_timestamp());"
+                echo "RESET ROLE;"
+                echo "SET ROLE regress_mx_owner;"
+                echo "CREATE TABLE m.d_$i (k int, city text, valid_from timestamptz, valid_to timestamptz);"
+                echo "CREATE TABLE m.o_$i (k int, city text, valid_from timestamptz, valid_to timestamptz);"
+                echo "SELECT scd2.register('m.d_$i', ARRAY['k']);"
+                echo "SELECT scd2.register('m.o_$i', ARRAY['k'], effective_column => 'eff', order_free => true);"
+                echo "GRANT SELECT, INSERT, UPDATE, DELETE ON m.d_$i, m.o_$i TO regress_mx_grantee;"
+                echo "RESET ROLE;"
+                echo "-- setup|$srole|$form|$code|$i"
+            done
+        done
+    done
+    echo "DELETE FROM m.probe_log;"
+} >"$out/setup_staging.sql"
+if ! psql_su -d "$sdb" -f "$out/setup_staging.sql" >"$out/setup_staging" 2>&1; then
+    echo "not ok - setup of the staging axes"; grep -B2 -A3 -E "ERROR|FATAL" "$out/setup_staging" | head -20 | sed 's/^/#   /'
+    echo "security_matrix: 0 passed, 1 failed"; exit 1
+fi
+# the setup index of (staging role, form, code)
+declare -A setup_of
+while IFS='|' read -r _ srole form code i; do
+    setup_of[$srole/$form/$code]=$i
+done < <(grep '^-- setup|' "$out/setup_staging.sql")
+
+: >"$sscript"
+n=0
+for so in $STAGING_OWNERS; do
+    for form in $STAGING_FORMS; do
+        for code in $STAGING_CODES; do
+            [ "$form" = table ] && [ "$code" = view_function ] && continue
+            for caller in $STAGING_CALLERS; do
+                srole=$(role_of "$so" "$caller")
+                i=${setup_of[$srole/$form/$code]}
+                case $caller in owner) crole=regress_mx_owner ;; superuser) crole= ;; grantee) crole=regress_mx_grantee ;; esac
+                # refused: an untrusted owner's view, type or collation
+                exp=ok
+                if ! trusted_role "$srole"; then
+                    case $form/$code in
+                        table/operator|table/default) ;;
+                        *) exp=refused_trust ;;
+                    esac
+                fi
+                # what must run, as the dimension's owner: the trusted
+                # owner's cast and view function
+                fire=false
+                if [ "$exp" = ok ] && trusted_role "$srole"; then
+                    case $form/$code in table/cast|*view*/*) fire=true ;; esac
+                fi
+                rel=s.t_$i; [ "$form" = table ] || rel=s.v_$i
+                for e in "${STAGING_ENTRIES[@]}"; do
+                    IFS='|' read -r entry stmt <<<"$e"
+                    n=$((n + 1)); cells=$((cells + 1))
+                    stmt_k=${stmt//@S/$rel}; stmt_k=${stmt_k//@D/m.d_$i}; stmt_k=${stmt_k//@O/m.o_$i}
+                    {
+                        echo "-- cell $entry x staging $form of the $so with $code x $caller"
+                        [ "$srole" = "$superuser" ] || echo "SET ROLE $srole;"
+                        echo "DELETE FROM s.t_$i;"
+                        echo "INSERT INTO s.t_$i (k, city, eff) VALUES (1, 'c$((n % 1000))', statement_timestamp()), ($((n + 10)), 'c$((n % 1000))', statement_timestamp());"
+                        echo "RESET ROLE;"
+                        echo "DELETE FROM m.probe_log;"
+                        echo "SELECT public.mx_state('m.d_$i', 'm.o_$i') AS before, public.mx_errors() AS errors_before, (SELECT last_value FROM m.probes) AS probes_before \\gset"
+                        [ -n "$crole" ] && echo "SET ROLE $crole;"
+                        printf '%s\n' "$stmt_k"
+                        echo "\\set failed :ERROR"
+                        echo "\\set msg :LAST_ERROR_MESSAGE"
+                        printf '%s\n' '\if :failed' '\else' "\\set msg ''" '\endif'
+                        echo "RESET ROLE;"
+                        echo "SELECT 'cell|$entry x staging $form of the $so with $code x $caller|' || public.mx_staging_verdict(:'failed', :'msg', :'before', public.mx_state('m.d_$i', 'm.o_$i'), :errors_before, :probes_before, '$exp', $fire);"
+                    } >>"$sscript"
+                done
+            done
+        done
+    done
+done
+scells=$n
+psql -X -q -At -v ON_ERROR_STOP=0 -v VERBOSITY=terse -d "$sdb" -f "$sscript" >"$out/result_staging" 2>"$out/stderr_staging"
+psql_su -d postgres -c "DROP DATABASE $sdb" >/dev/null
+
 passed=0 failed=0
 if [ "$lint_ok" = 1 ]; then passed=1; echo "ok 1 - every SPI statement goes through src/exec.c"; else failed=1; fi
 while IFS='|' read -r tag name verdict; do
@@ -444,7 +693,9 @@ if [ "$missing" != 0 ]; then
     echo "not ok - $missing cells printed no verdict"; failed=$((failed + missing))
     cat "$out"/stderr_* | head -40 | sed 's/^/#   /'
 fi
-psql_su -d postgres -c "DROP ROLE regress_mx_owner; DROP ROLE regress_mx_grantee; DROP ROLE regress_mx_limited;" >/dev/null
-echo "# ${#ENTRY_POINTS[@]} entry points x ${#KINDS[@]} kinds of owner code x ${#CALLERS[@]} callers = $cells cells ($((SECONDS - started))s)"
+psql_su -d postgres -c "DROP ROLE regress_mx_owner; DROP ROLE regress_mx_grantee; DROP ROLE regress_mx_limited; DROP ROLE regress_mx_etl;" >/dev/null
+echo "# ${#ENTRY_POINTS[@]} entry points x ${#KINDS[@]} kinds of owner code x ${#CALLERS[@]} callers = $((cells - scells)) cells;" \
+     "staging axes: ${#STAGING_ENTRIES[@]} entry points x 3 staging owners x 17 relation forms and codes x 3 callers = $scells cells;" \
+     "$cells cells ($((SECONDS - started))s)"
 echo "security_matrix: $passed passed, $failed failed"
 [ "$failed" = 0 ]
