@@ -37,6 +37,12 @@
 # trusted code, not something a dimension owner controls; the cast kind
 # covers the jsonb path that would call it).
 #
+# The staging axes (issue 47, below the kinds' loop) vary what the first
+# axes keep fixed: who owns the staging relation (the dimension's owner,
+# the caller, a third role), what it is (a table, a security_invoker view,
+# an ordinary view) and what code its owner put in it, for the entry
+# points that read a staging relation.
+#
 # Needs a running server (PGHOST, PGPORT, PGUSER: a superuser) with scd2
 # installed, as scripts/test.sh starts it.  Prints one line per cell, the
 # cell count, then `security_matrix: N passed, M failed`.
