@@ -260,10 +260,17 @@ scd2_fact_forget_dropped(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(removed);
 }
 
-/* a.col = b.col for every business key column, by the type's default equality. */
+/*
+ * a.col = b.col for every business key column, by the type's default
+ * equality; positional: b's columns are named k1, k2, ... (a work query's
+ * own names, which no key column's name can take from it).
+ */
 void
-scd2_fact_append_key_eq(StringInfo buf, const Scd2FactRegistration *f, const char *a, const char *b)
+scd2_fact_append_key_eq(StringInfo buf, const Scd2FactRegistration *f, const char *a, const char *b,
+						bool positional)
 {
+	int			i = 0;
+
 	ListCell   *lc;
 	bool		first = true;
 
@@ -279,8 +286,10 @@ scd2_fact_append_key_eq(StringInfo buf, const Scd2FactRegistration *f, const cha
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("business key column \"%s\" of %s has no default equality", col,
 							scd2_relation_display_name(dim))));
+		i++;
 		appendStringInfo(buf, "%s%s.%s %s %s.%s", first ? "" : " AND ", a, quote_identifier(col),
-						 scd2_operator_sql(tc->eq_opr), b, quote_identifier(col));
+						 scd2_operator_sql(tc->eq_opr), b,
+						 positional ? psprintf("k%d", i) : quote_identifier(col));
 		first = false;
 	}
 }
@@ -327,7 +336,7 @@ fact_mismatch_sql(const Scd2FactRegistration *f)
 					 " LEFT JOIN %s e ON ",
 					 fsk, quote_identifier(f->time), dsk,
 					 scd2_relation_display_name(f->fact), dim, dsk, fsk, dim);
-	scd2_fact_append_key_eq(&sql, f, "e", "v");
+	scd2_fact_append_key_eq(&sql, f, "e", "v", false);
 	appendStringInfoString(&sql, " AND ");
 	scd2_fact_append_valid_at(&sql, f, "e", "f");
 	appendStringInfo(&sql, " WHERE f.%s IS NOT NULL AND f.%s IS DISTINCT FROM e.%s", fsk, fsk, dsk);

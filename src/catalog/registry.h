@@ -104,6 +104,6 @@ extern void scd2_fact_set_last_run(Oid fact, int64 run_id);
 extern void scd2_fact_append_valid_at(StringInfo buf, const Scd2FactRegistration *f,
 									  const char *dalias, const char *falias);
 extern void scd2_fact_append_key_eq(StringInfo buf, const Scd2FactRegistration *f,
-									const char *a, const char *b);
+									const char *a, const char *b, bool positional);
 
 #endif							/* SCD2_CATALOG_REGISTRY_H */

@@ -115,29 +115,39 @@ moved_keys(Datum run_ids, Datum *sks, Datum *bks)
 	return true;
 }
 
-/* The business key columns of alias a, as a select list. */
+/* The business key columns of alias a, as a select list (a NULL: k1, k2, ...). */
 static char *
 key_list(const Scd2FactRegistration *f, const char *a)
 {
 	StringInfoData buf;
 	ListCell   *lc;
+	int			i = 0;
 
 	initStringInfo(&buf);
 	foreach(lc, f->dim_reg->business_key)
-		appendStringInfo(&buf, ", %s.%s", a, quote_identifier((const char *) lfirst(lc)));
+	{
+		i++;
+		if (a == NULL)
+			appendStringInfo(&buf, ", k%d", i);
+		else
+			appendStringInfo(&buf, ", %s.%s", a, quote_identifier((const char *) lfirst(lc)));
+	}
 	return buf.data;
 }
 
-/* The surrogate key of the version of m's business key valid at fact f's time. */
+/*
+ * The surrogate key of the version of kalias's business key valid at fact
+ * f's time (positional: kalias's key columns are k1, k2, ...).
+ */
 static char *
-expected_sql(const Scd2FactRegistration *f, const char *kalias)
+expected_sql(const Scd2FactRegistration *f, const char *kalias, bool positional)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "(SELECT e.%s FROM %s e WHERE ", quote_identifier(f->dim_reg->surrogate_key),
 					 scd2_relation_display_name(f->dim));
-	scd2_fact_append_key_eq(&buf, f, "e", kalias);
+	scd2_fact_append_key_eq(&buf, f, "e", kalias, positional);
 	appendStringInfoString(&buf, " AND ");
 	scd2_fact_append_valid_at(&buf, f, "e", "f");
 	appendStringInfoString(&buf, ")");
@@ -150,18 +160,18 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 {
 	const char *dim = scd2_relation_display_name(f->dim);
 	const char *fsk = quote_identifier(f->sk);
-	char	   *expected = expected_sql(f, "m");
+	char	   *expected = expected_sql(f, "m", true);
 
 	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk"
 					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[])) AS x(sk, bk)"
 					"  ORDER BY x.sk, x.bk NULLS LAST),"
-					" m AS (SELECT a.sk%s FROM a, pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk) j"
+					" m(s%s) AS (SELECT a.sk%s FROM a, pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk) j"
 					"  WHERE a.bk IS NOT NULL"
 					"  UNION ALL SELECT a.sk%s FROM a JOIN %s d ON d.%s OPERATOR(pg_catalog.=) a.sk"
 					"  WHERE a.bk IS NULL)"
 					" UPDATE %s f SET %s = %s FROM m"
-					" WHERE f.%s OPERATOR(pg_catalog.=) m.sk AND f.%s IS DISTINCT FROM %s",
-					key_list(f, "j"), dim, key_list(f, "d"), dim,
+					" WHERE f.%s OPERATOR(pg_catalog.=) m.s AND f.%s IS DISTINCT FROM %s",
+					key_list(f, NULL), key_list(f, "j"), dim, key_list(f, "d"), dim,
 					quote_identifier(f->dim_reg->surrogate_key),
 					scd2_relation_display_name(f->fact), fsk, expected, fsk, fsk, expected);
 }
@@ -173,7 +183,7 @@ rekey_full_sql(const Scd2FactRegistration *f)
 	const char *dim = scd2_relation_display_name(f->dim);
 	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
 	const char *fsk = quote_identifier(f->sk);
-	char	   *expected = expected_sql(f, "v");
+	char	   *expected = expected_sql(f, "v", false);
 
 	return psprintf("UPDATE %s f SET %s = %s FROM %s v"
 					" WHERE v.%s OPERATOR(pg_catalog.=) f.%s AND f.%s IS DISTINCT FROM %s",
