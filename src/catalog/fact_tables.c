@@ -157,8 +157,9 @@ scd2_fact_validate(PG_FUNCTION_ARGS)
 /*
  * Store a registration, as the extension owner, after the same checks:
  * _fact_store is callable by PUBLIC (register_fact runs as its caller).
- * The last run seen is the dimension's newest run (or revert) now: facts
- * keyed before are as scd2.check_facts finds them.
+ * The last run seen is the dimension's newest run (or revert) now, read
+ * under the dimension's lock (no load of it in progress): facts keyed
+ * before are as scd2.check_facts finds them.
  */
 Datum
 scd2_fact_store(PG_FUNCTION_ARGS)
@@ -178,6 +179,9 @@ scd2_fact_store(PG_FUNCTION_ARGS)
 		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
 		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
 	}
+	/* no load of the dimension in progress: its run is seen, or it follows */
+	scd2_lock_dimension(PG_GETARG_OID(1), NULL,
+						"scd2.register_fact waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was registered.");
 	scd2_exec_catalog("INSERT INTO scd2.fact_tables AS t (fact, dimension, surrogate_key_column,"
 					  " time_column, created_index, last_run_id)"
 					  " SELECT $1, $2, $3, $4, $5, COALESCE(pg_catalog.max(GREATEST(r.run_id, r.reverted_by)), 0)"

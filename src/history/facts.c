@@ -89,6 +89,8 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
  * The surrogate keys whose versions the runs moved, each with its business
  * key from the change log where it has one (NULL: a batch's closed
  * version, still in the dimension), as int8[] and jsonb[]; false: none.
+ * The versions a run inserted count only once it is reverted (they are
+ * deleted then); until then no fact keyed before the run names them.
  */
 static bool
 moved_keys(Datum run_ids, Datum *sks, Datum *bks)
@@ -99,13 +101,16 @@ moved_keys(Datum run_ids, Datum *sks, Datum *bks)
 	Datum		d;
 
 	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(x.sk), pg_catalog.array_agg(x.bk) FROM ("
-							   " SELECT c.surrogate_key AS sk, c.business_key AS bk FROM scd2.change_log c"
+							   " SELECT c.surrogate_key AS sk, c.business_key AS bk"
+							   "   FROM scd2.change_log c JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) c.run_id"
 							   "  WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1) AND c.surrogate_key IS NOT NULL"
+							   "    AND (NOT c.inserted OR r.reverted_by IS NOT NULL)"
 							   "%s) x",
 							   scd2_installed("change_log_batches", NULL) ?
 							   " UNION ALL SELECT u.sk, NULL FROM scd2.change_log_batches b,"
-							   "  pg_catalog.unnest(b.surrogate_keys) AS u(sk)"
-							   "  WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1)" : ""),
+							   "  ROWS FROM (pg_catalog.unnest(b.surrogate_keys), pg_catalog.unnest(b.actions)) AS u(sk, act)"
+							   "  WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1)"
+							   "    AND u.act OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'd']::pg_catalog.\"char\"[])" : ""),
 					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the versions the runs moved");
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
