@@ -64,6 +64,19 @@ SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'sales'::regcl
 SELECT scd2.register_fact('sales', 'fdim', 'cust_sk', 'sold_at');
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'sales'::regclass;
 SELECT * FROM scd2.check_facts('sales');
+-- a role with no privilege on the tables: refused, nothing written
+CREATE TABLE facts.before1 AS SELECT scd2_test.checksum('facts.sales') || scd2_test.checksum('scd2.fact_tables') AS s;
+SET ROLE facts_stranger;
+SELECT * FROM scd2.check_facts('facts.sales');
+SELECT scd2.rekey_facts('facts.sales', full => true);
+RESET ROLE;
+GRANT SELECT, UPDATE ON facts.sales TO facts_stranger;
+SET ROLE facts_stranger;
+SELECT * FROM scd2.check_facts('facts.sales');
+SELECT scd2.rekey_facts('facts.sales', full => true);
+RESET ROLE;
+REVOKE ALL ON facts.sales FROM facts_stranger;
+SELECT scd2_test.checksum('facts.sales') || scd2_test.checksum('scd2.fact_tables') = s AS nothing_written FROM facts.before1;
 
 -- A fact keyed to a version no longer valid then is found.
 CREATE TABLE facts.v AS SELECT sk, v FROM fdim;
