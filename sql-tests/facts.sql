@@ -13,10 +13,10 @@ CREATE TABLE fdim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NO
 CREATE TABLE fstg (id int, v text, eff timestamptz);
 SELECT scd2.register('fdim', ARRAY['id'], effective_column => 'eff');
 INSERT INTO fstg VALUES (1, 'a', '2024-01-01'), (2, 'x', '2024-01-01');
-CALL scd2.apply('fstg', 'fdim');
+CALL scd2.apply('fstg', 'fdim') \gset
 TRUNCATE fstg;
 INSERT INTO fstg VALUES (1, 'b', '2024-03-01');
-CALL scd2.apply('fstg', 'fdim');
+CALL scd2.apply('fstg', 'fdim') \gset
 
 -- The facts, keyed with scd2.asof at their time.
 CREATE TABLE sales (n int PRIMARY KEY, cust_id int, cust_sk bigint, sold_at timestamptz, amount numeric);
@@ -91,7 +91,7 @@ SELECT * FROM scd2.check_facts('sales');
 -- A late change splits customer 1's first version: from 2024-02-01 'late'.
 TRUNCATE fstg;
 INSERT INTO fstg VALUES (1, 'late', '2024-02-01');
-CALL scd2.apply('fstg', 'fdim');
+CALL scd2.apply('fstg', 'fdim') \gset
 SELECT id, v, valid_from, valid_to FROM fdim ORDER BY id, valid_from;
 -- the facts of customer 1 from 2024-02-01 to 2024-03-01 point at 'a'
 SELECT (SELECT v FROM fdim WHERE sk = c.surrogate_key) AS keyed, (SELECT v FROM fdim WHERE sk = c.expected) AS expected,
@@ -119,7 +119,7 @@ SELECT count(*) FILTER (WHERE cust_sk = scd2.asof('fdim', sold_at, cust_id)) AS 
 -- before the change arrived and dated after it move to 'y'.
 TRUNCATE fstg;
 INSERT INTO fstg VALUES (2, 'y', '2024-03-15');
-CALL scd2.apply('fstg', 'fdim');
+CALL scd2.apply('fstg', 'fdim') \gset
 SELECT count(*) AS batches FROM scd2.change_log_batches b JOIN scd2.change_log_runs r USING (run_id)
  WHERE r.dimension = 'fdim'::regclass;
 SELECT sum(facts) AS wrong FROM scd2.check_facts('sales');
@@ -137,11 +137,21 @@ SELECT * FROM scd2.check_facts('sales');
 -- written; full => true re-keys every fact.
 TRUNCATE fstg;
 INSERT INTO fstg VALUES (2, 'early', '2024-02-01');
-CALL scd2.apply('fstg', 'fdim');
+CALL scd2.apply('fstg', 'fdim') \gset
 SELECT pg_sleep(0.01);
 SELECT scd2.prune_change_log('0 seconds', 'fdim') > 0 AS pruned;
 CREATE TABLE facts.before2 AS SELECT scd2_test.checksum('sales') || scd2_test.checksum('scd2.fact_tables') AS s;
-SELECT scd2.rekey_facts('sales');
+-- (the error's run id as N: run ids depend on the tests before)
+DO $$
+DECLARE
+    d text; h text;
+BEGIN
+    PERFORM scd2.rekey_facts('facts.sales');
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+    RAISE WARNING E'%\nDETAIL: %\nHINT: %', SQLERRM,
+        regexp_replace(d, 'Run [0-9]+ ', 'Run N '), h;
+END $$;
 SELECT scd2_test.checksum('sales') || scd2_test.checksum('scd2.fact_tables') = s AS nothing_written FROM facts.before2;
 SELECT sum(facts) AS wrong FROM scd2.check_facts('sales');
 SELECT scd2.rekey_facts('sales', full => true);
@@ -156,7 +166,7 @@ CREATE TABLE rdim (rsk int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, region text
 CREATE TABLE rstg (region text, k1 int, label text, eff date);
 SELECT scd2.register('rdim', ARRAY['region', 'k1'], effective_column => 'eff');
 INSERT INTO rstg VALUES ('north', 1, 'n1', '2024-01-01'), ('south', 1, 's1', '2024-01-01'), ('north', 2, 'n2', '2024-01-01');
-CALL scd2.apply('rstg', 'rdim');
+CALL scd2.apply('rstg', 'rdim') \gset
 CREATE TABLE rfact (region text, k1 int, rsk int, day date);
 INSERT INTO rfact SELECT r, k, NULL, date '2024-01-01' + d
   FROM (VALUES ('north', 1), ('south', 1), ('north', 2)) AS x(r, k), generate_series(0, 59, 3) d;
@@ -165,7 +175,7 @@ SELECT scd2.register_fact('rfact', 'rdim', 'rsk', 'day');
 -- late: north 1 changes on 2024-01-20, south 1 on 2024-02-10
 TRUNCATE rstg;
 INSERT INTO rstg VALUES ('north', 1, 'n1b', '2024-01-20'), ('south', 1, 's1b', '2024-02-10');
-CALL scd2.apply('rstg', 'rdim');
+CALL scd2.apply('rstg', 'rdim') \gset
 SELECT (SELECT label FROM rdim WHERE rsk = c.surrogate_key) AS keyed, (SELECT label FROM rdim WHERE rsk = c.expected) AS expected,
        sum(c.facts) AS facts
   FROM scd2.check_facts('rfact') c GROUP BY 1, 2 ORDER BY 1;
@@ -181,17 +191,17 @@ CREATE TABLE odim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NO
 CREATE TABLE ostg (id int, v text, eff timestamptz);
 SELECT scd2.register('odim', ARRAY['id'], effective_column => 'eff', order_free => true);
 INSERT INTO ostg VALUES (1, 'a', '2024-01-01');
-CALL scd2.apply('ostg', 'odim');
+CALL scd2.apply('ostg', 'odim') \gset
 TRUNCATE ostg;
 INSERT INTO ostg VALUES (1, 'b', '2024-03-01');
-CALL scd2.apply('ostg', 'odim');
+CALL scd2.apply('ostg', 'odim') \gset
 CREATE TABLE ofact (sk bigint, t timestamptz);
 INSERT INTO ofact SELECT NULL, timestamptz '2024-01-05' + d * interval '7 days' FROM generate_series(0, 11) d;
 UPDATE ofact SET sk = scd2.asof('odim', t, 1);
 SELECT scd2.register_fact('ofact', 'odim', 'sk', 't');
 TRUNCATE ostg;
 INSERT INTO ostg VALUES (1, 'b', '2024-02-01');
-CALL scd2.apply('ostg', 'odim');
+CALL scd2.apply('ostg', 'odim') \gset
 SELECT v, valid_from, valid_to FROM odim ORDER BY valid_from;
 SELECT (SELECT v FROM odim WHERE sk = c.surrogate_key) AS keyed, (SELECT v FROM odim WHERE sk = c.expected) AS expected,
        sum(c.facts) AS facts

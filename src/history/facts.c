@@ -56,8 +56,8 @@ typedef struct RekeyRuns
 {
 	Datum		run_ids;		/* int8[]; (Datum) 0: none */
 	int64		newest;
-	int64		unreadable;		/* a run whose log is pruned or was not kept; 0: none */
-	bool		pruned;
+	int64		unreadable;		/* the first run whose log is pruned or was not kept; 0: none */
+	bool		pruned;			/* ... pruned (else not kept) */
 } RekeyRuns;
 
 static void
@@ -71,7 +71,8 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
 	scd2_exec_catalog("SELECT pg_catalog.array_agg(r.run_id),"
 					  " pg_catalog.max(GREATEST(r.run_id, r.reverted_by)),"
 					  " pg_catalog.min(r.run_id) FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL),"
-					  " pg_catalog.bool_or(r.pruned_at IS NOT NULL)"
+					  " (pg_catalog.array_agg(r.pruned_at IS NOT NULL ORDER BY r.run_id)"
+					  "   FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL))[1]"
 					  " FROM scd2.change_log_runs r WHERE r.dimension OPERATOR(pg_catalog.=) $1"
 					  "  AND GREATEST(r.run_id, r.reverted_by) OPERATOR(pg_catalog.>) $2",
 					  2, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs since the last re-keying");
