@@ -10,6 +10,8 @@
 
 #include "scd2.h"
 
+#include "lib/stringinfo.h"
+
 /* dimensions.c */
 /* The registry row, as text. */
 typedef struct Scd2Registration
@@ -96,5 +98,22 @@ extern void scd2_trust_new_column(Oid owner, const char *dim_name, const char *s
 /* access.c: the privileges a load needs, of the caller or the owner */
 extern void scd2_check_privileges(Oid stg_oid, Oid dim_oid, bool dry_run,
 								  Oid roleid, bool as_owner);
+
+/* fact_tables.c: every read and write of scd2.fact_tables */
+typedef struct Scd2FactRegistration
+{
+	Oid			fact;
+	Oid			dim;
+	char	   *sk;				/* the fact's surrogate key column */
+	char	   *time;			/* the fact's time column */
+	int64		last_run;		/* the newest run or revert rekey_facts has seen */
+	Scd2Registration *dim_reg;	/* the dimension's registration */
+} Scd2FactRegistration;
+extern Scd2FactRegistration *scd2_fact_read(Oid fact);
+extern void scd2_fact_set_last_run(Oid fact, int64 run_id);
+extern void scd2_fact_append_valid_at(StringInfo buf, const Scd2FactRegistration *f,
+									  const char *dalias, const char *falias);
+extern void scd2_fact_append_key_eq(StringInfo buf, const Scd2FactRegistration *f,
+									const char *a, const char *b, bool positional);
 
 #endif							/* SCD2_CATALOG_REGISTRY_H */

@@ -91,8 +91,17 @@ ENTRY_POINTS=(
     # which order_free's on_schema_change refuses)
     "apply_order_free|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT public.mx_remembered() AS post \\gset@@\\endif|0|$ORDER_FREE_PREP"
     "merge_order_free|SELECT count(*) FROM scd2.merge('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT public.mx_remembered() AS post \\gset@@\\endif|0|$ORDER_FREE_PREP"
+    # fact tables (issue 49): m.fact, owned by the dimension's owner, with
+    # an AFTER UPDATE trigger probing who runs it, holds one fact at
+    # 'infinity' keyed to key 1's current version, which each cell's load
+    # closes; rekey_facts updates it as the fact table's owner (the
+    # trigger), check_facts is the caller's own read (a policy of m.fact or
+    # m.dim applies to it as to any query)
+    "register_fact|SELECT scd2.register_fact('m.fact', 'm.dim', 'sk', 't');|0"
+    "check_facts|SELECT count(*) FROM scd2.check_facts('m.fact');|1"
+    "rekey_facts|SELECT scd2.rekey_facts('m.fact', full => true);@@\\if :ERROR@@\\else@@SELECT NOT EXISTS (SELECT FROM scd2.check_facts('m.fact')) AS post \\gset@@\\endif|0"
 )
-OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size "
+OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size register_fact "
 
 # The kinds of owner code: each is a shell function printing its setup
 # (run as the owner: it creates m.stg and m.dim, registered) and sets
@@ -240,7 +249,7 @@ expect() {
         # dimension_at is the caller's own SELECT: the policy applies to it;
         # dimension_at(..., known_at) reads the change log as the extension
         # owner, which no policy limits: refused
-        case $entry in dimension_at) echo ok ;; *) echo refused_rls ;; esac
+        case $entry in dimension_at|check_facts) echo ok ;; *) echo refused_rls ;; esac
         return
     fi
     echo ok
@@ -274,6 +283,7 @@ for kind in "${KINDS[@]}"; do
     kind_sql=$("kind_$kind")
     STG_RESHAPE=
     "kind_$kind" >/dev/null   # sets KTYPE, KEYLIT, STG_TABLE, FIRES, STG_RESHAPE in this shell
+    FIRES="$FIRES rekey_facts"   # the fact table's trigger, every kind
     # apply_snapshots' extracts: m.stg's rows at the time in the cell's prelude
     if [ "$SNAPS_VIEW" = 1 ]; then
         snaps_sql="CREATE TABLE m.snap_at (t timestamptz); GRANT SELECT ON m.snap_at TO PUBLIC;
@@ -316,6 +326,14 @@ GRANT SELECT ON m.stg, m.snaps TO regress_mx_grantee, regress_mx_limited;
 CREATE POLICY limited_a ON m.dim TO regress_mx_limited USING (tenant = 'a') WITH CHECK (tenant = 'a');
 INSERT INTO $STG_TABLE (k, tenant, city) VALUES ($(printf "$KEYLIT" 1), 'a', 'Oslo'), ($(printf "$KEYLIT" 2), 'b', 'Rome');
 CALL scd2.apply('m.stg', 'm.dim', now() - interval '1 day');
+CREATE TABLE m.fact (sk bigint, t timestamptz);
+CREATE FUNCTION m.fact_trg() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN PERFORM m.probe('fact trigger'); RETURN NULL; END \$\$;
+CREATE TRIGGER fact_trg AFTER UPDATE ON m.fact FOR EACH ROW EXECUTE FUNCTION m.fact_trg();
+SELECT scd2.register_fact('m.fact', 'm.dim', 'sk', 't');
+INSERT INTO m.fact SELECT d.sk, 'infinity' FROM m.dim d WHERE d.valid_to IS NULL AND d.k = $(printf "$KEYLIT" 1);
+GRANT SELECT, UPDATE ON m.fact TO regress_mx_grantee, regress_mx_limited;
+CREATE POLICY limited_f ON m.fact TO regress_mx_limited USING (true) WITH CHECK (true);
 RESET ROLE;
 -- what a refused call must leave alone
 CREATE FUNCTION public.mx_state() RETURNS text LANGUAGE sql AS \$\$
@@ -324,6 +342,7 @@ CREATE FUNCTION public.mx_state() RETURNS text LANGUAGE sql AS \$\$
         || ' ' || (SELECT coalesce(md5(string_agg(a::text, ',' ORDER BY a.run_id)), '-') FROM scd2.audit_log a
                     WHERE a.status <> 'error')
         || ' ' || (SELECT coalesce(md5(string_agg(r::text, ',' ORDER BY r::text)), '-') FROM scd2.arrival_memory r)
+        || ' ' || (SELECT coalesce(md5(string_agg(f::text, ',' ORDER BY f::text)), '-') FROM m.fact f)
 \$\$;
 -- the order-free cells' post-check: the newest load of m.dim remembered
 -- something (scd2.arrival_memory is not readable by the callers)
@@ -416,7 +435,7 @@ SQL
                         *) printf '%s\n' "$prep_k" "${STG_RESHAPE:-}" ;;
                     esac
                 fi
-                [ "$caller" = limited ] && echo "ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY;"
+                [ "$caller" = limited ] && echo "ALTER TABLE m.dim ENABLE ROW LEVEL SECURITY; ALTER TABLE m.fact ENABLE ROW LEVEL SECURITY;"
                 echo "RESET ROLE;"
                 echo "DELETE FROM m.probe_log;"
                 echo "SELECT public.mx_state() AS before, public.mx_errors() AS errors_before \\gset"
@@ -429,6 +448,7 @@ SQL
                 echo "RESET ROLE;"
                 echo "SELECT 'cell|$entry x $kind x $caller|' || public.mx_verdict(:'failed', :'msg', :'before', :errors_before, '$exp', '$rolename', $([ "$runs_as_caller" = 1 ] && echo true || echo false), $fire, :'post');"
                 [ "$caller" = limited ] && [ "$kind" != policy ] && echo "SET ROLE regress_mx_owner; ALTER TABLE m.dim DISABLE ROW LEVEL SECURITY; RESET ROLE;"
+                [ "$caller" = limited ] && echo "SET ROLE regress_mx_owner; ALTER TABLE m.fact DISABLE ROW LEVEL SECURITY; RESET ROLE;"
             } >>"$script"
         done
     done

@@ -1,0 +1,272 @@
+/*
+ * history/facts.c -- scd2.rekey_facts(fact, full): the facts of a
+ * registered fact table (catalog/fact_tables.c) re-pointed at the version
+ * valid at their time, after runs moved the dimension's history.
+ *
+ * The change log says which versions' validity changed: every version a
+ * run updated (closed, shortened, extended, removed: scd2.change_log rows
+ * with a surrogate key; a batch's closed versions, scd2.change_log_batches)
+ * and every version a revert deleted (its change-log rows, whose surrogate
+ * keys revert kept).  A fact can only have become wrong if its surrogate
+ * key is one of those: the facts with them are found through the index on
+ * the fact's surrogate key column (register_fact makes one), never by a
+ * scan of the fact table, and set to the version of the same business key
+ * valid at their time (scd2.asof's rule; NULL where none is).  The runs
+ * are those of the dimension, or reverts of them, newer than the last one
+ * the fact table has seen (scd2.fact_tables.last_run_id).  A run whose
+ * change log was pruned, or that was loaded with scd2.change_log = off,
+ * cannot say which versions moved: refused, unless full => true, which
+ * compares every fact (a scan) as scd2.check_facts does.
+ *
+ * Who runs as whom: the checks as the caller (SELECT and UPDATE on the
+ * fact table, SELECT on the dimension, row security), the change log read
+ * as the extension owner (scd2's own tables), the UPDATE as the fact
+ * table's owner in a security-restricted operation (common/exec.c), so
+ * the fact owner's triggers run with the fact owner's rights.
+ */
+#include "scd2.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+
+#include "catalog/registry.h"
+#include "common/common.h"
+
+PG_FUNCTION_INFO_V1(scd2_rekey_facts);
+
+static void
+require_privilege(Oid rel, Oid role, AclMode mode, const char *what, const char *detail)
+{
+	if (pg_class_aclcheck(rel, role, mode) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for %s %s", what, scd2_relation_display_name(rel)),
+				 errdetail("%s", detail)));
+}
+
+/* The runs since the last one seen: their ids, and the newest run or revert. */
+typedef struct RekeyRuns
+{
+	Datum		run_ids;		/* int8[]; (Datum) 0: none */
+	int64		newest;
+	int64		unreadable;		/* the first run whose log is pruned or was not kept; 0: none */
+	bool		pruned;			/* ... pruned (else not kept) */
+} RekeyRuns;
+
+static void
+read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
+{
+	Oid			argtypes[2] = {REGCLASSOID, INT8OID};
+	Datum		values[2] = {ObjectIdGetDatum(f->dim), Int64GetDatum(f->last_run)};
+	bool		isnull;
+	Datum		d;
+
+	scd2_exec_catalog("SELECT pg_catalog.array_agg(r.run_id),"
+					  " pg_catalog.max(GREATEST(r.run_id, r.reverted_by)),"
+					  " pg_catalog.min(r.run_id) FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL),"
+					  " (pg_catalog.array_agg(r.pruned_at IS NOT NULL ORDER BY r.run_id)"
+					  "   FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL))[1]"
+					  " FROM scd2.change_log_runs r WHERE r.dimension OPERATOR(pg_catalog.=) $1"
+					  "  AND GREATEST(r.run_id, r.reverted_by) OPERATOR(pg_catalog.>) $2",
+					  2, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs since the last re-keying");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	r->run_ids = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	r->newest = isnull ? f->last_run : DatumGetInt64(d);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+	r->unreadable = isnull ? 0 : DatumGetInt64(d);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
+	r->pruned = !isnull && DatumGetBool(d);
+}
+
+/*
+ * The surrogate keys whose versions the runs moved, each with its business
+ * key from the change log where it has one (NULL: a batch's closed
+ * version, still in the dimension), as int8[] and jsonb[]; false: none.
+ * The versions a run inserted count only once it is reverted (they are
+ * deleted then); until then no fact keyed before the run names them.
+ */
+static bool
+moved_keys(Datum run_ids, Datum *sks, Datum *bks)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1] = {run_ids};
+	bool		isnull;
+	Datum		d;
+
+	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(x.sk), pg_catalog.array_agg(x.bk) FROM ("
+							   " SELECT c.surrogate_key AS sk, c.business_key AS bk"
+							   "   FROM scd2.change_log c JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) c.run_id"
+							   "  WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1) AND c.surrogate_key IS NOT NULL"
+							   "    AND (NOT c.inserted OR r.reverted_by IS NOT NULL)"
+							   "%s) x",
+							   scd2_installed("change_log_batches", NULL) ?
+							   " UNION ALL SELECT u.sk, NULL FROM scd2.change_log_batches b,"
+							   "  ROWS FROM (pg_catalog.unnest(b.surrogate_keys), pg_catalog.unnest(b.actions)) AS u(sk, act)"
+							   "  WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1)"
+							   "    AND u.act OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'd']::pg_catalog.\"char\"[])" : ""),
+					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the versions the runs moved");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return false;
+	*sks = datumCopy(d, false, -1);
+	*bks = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
+	return true;
+}
+
+/* The business key columns of alias a, as a select list (a NULL: k1, k2, ...). */
+static char *
+key_list(const Scd2FactRegistration *f, const char *a)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&buf);
+	foreach(lc, f->dim_reg->business_key)
+	{
+		i++;
+		if (a == NULL)
+			appendStringInfo(&buf, ", k%d", i);
+		else
+			appendStringInfo(&buf, ", %s.%s", a, quote_identifier((const char *) lfirst(lc)));
+	}
+	return buf.data;
+}
+
+/*
+ * The surrogate key of the version of kalias's business key valid at fact
+ * f's time (positional: kalias's key columns are k1, k2, ...).
+ */
+static char *
+expected_sql(const Scd2FactRegistration *f, const char *kalias, bool positional)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "(SELECT e.%s FROM %s e WHERE ", quote_identifier(f->dim_reg->surrogate_key),
+					 scd2_relation_display_name(f->dim));
+	scd2_fact_append_key_eq(&buf, f, "e", kalias, positional);
+	appendStringInfoString(&buf, " AND ");
+	scd2_fact_append_valid_at(&buf, f, "e", "f");
+	appendStringInfoString(&buf, ")");
+	return buf.data;
+}
+
+/* The UPDATE of the facts with the moved surrogate keys ($1 int8[], $2 jsonb[]). */
+static char *
+rekey_moved_sql(const Scd2FactRegistration *f)
+{
+	const char *dim = scd2_relation_display_name(f->dim);
+	const char *fsk = quote_identifier(f->sk);
+	char	   *expected = expected_sql(f, "m", true);
+
+	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk"
+					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[])) AS x(sk, bk)"
+					"  ORDER BY x.sk, x.bk NULLS LAST),"
+					" m(s%s) AS (SELECT a.sk%s FROM a, pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk) j"
+					"  WHERE a.bk IS NOT NULL"
+					"  UNION ALL SELECT a.sk%s FROM a JOIN %s d ON d.%s OPERATOR(pg_catalog.=) a.sk"
+					"  WHERE a.bk IS NULL)"
+					" UPDATE %s f SET %s = %s FROM m"
+					" WHERE f.%s OPERATOR(pg_catalog.=) m.s AND f.%s IS DISTINCT FROM %s",
+					key_list(f, NULL), key_list(f, "j"), dim, key_list(f, "d"), dim,
+					quote_identifier(f->dim_reg->surrogate_key),
+					scd2_relation_display_name(f->fact), fsk, expected, fsk, fsk, expected);
+}
+
+/* The UPDATE of every fact (full => true): each fact's version gives its business key. */
+static char *
+rekey_full_sql(const Scd2FactRegistration *f)
+{
+	const char *dim = scd2_relation_display_name(f->dim);
+	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
+	const char *fsk = quote_identifier(f->sk);
+	char	   *expected = expected_sql(f, "v", false);
+
+	return psprintf("UPDATE %s f SET %s = %s FROM %s v"
+					" WHERE v.%s OPERATOR(pg_catalog.=) f.%s AND f.%s IS DISTINCT FROM %s",
+					scd2_relation_display_name(f->fact), fsk, expected, dim, dsk, fsk, fsk, expected);
+}
+
+Datum
+scd2_rekey_facts(PG_FUNCTION_ARGS)
+{
+	Oid			fact;
+	bool		full;
+	Scd2FactRegistration *f;
+	Oid			owner;
+	char	   *fname,
+			   *dname;
+	RekeyRuns	runs;
+	int64		changed = 0;
+	Datum		values[2];
+	Oid			argtypes[2] = {INT8ARRAYOID, JSONBARRAYOID};
+	char	   *sql = NULL;
+	int			nest;
+
+	scd2_require_not_null(PG_ARGISNULL(0), "fact");
+	fact = PG_GETARG_OID(0);
+	full = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	f = scd2_fact_read(fact);
+	owner = scd2_relation_owner(fact);
+	fname = scd2_relation_display_name(fact);
+	dname = scd2_relation_display_name(f->dim);
+
+	require_privilege(fact, GetUserId(), ACL_SELECT | ACL_UPDATE, "fact table",
+					  "scd2.rekey_facts needs SELECT and UPDATE on the fact table.");
+	require_privilege(f->dim, GetUserId(), ACL_SELECT, "dimension",
+					  "scd2.rekey_facts needs SELECT on the dimension of the fact table.");
+	require_privilege(f->dim, owner, ACL_SELECT, "dimension",
+					  psprintf("The facts are re-keyed as the fact table's owner, role %s, which has no SELECT on the dimension.",
+							   GetUserNameFromId(owner, false)));
+	scd2_lock_dimension(f->dim, dname,
+						"scd2.rekey_facts waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was re-keyed.");
+	scd2_refuse_row_security(fact, owner, "fact table", "scd2.rekey_facts");
+	scd2_refuse_row_security(f->dim, owner, "dimension", "scd2.rekey_facts");
+	scd2_require_registered_shape(f->dim, dname, false);
+
+	read_runs(f, &runs);
+	if (full)
+		sql = rekey_full_sql(f);
+	else if (runs.unreadable != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot re-key fact table %s from the change log", fname),
+				 errdetail("Run %lld of dimension %s, newer than the last re-keying, has no change log (%s), so which versions it moved is not known; nothing was re-keyed.",
+						   (long long) runs.unreadable, dname,
+						   runs.pruned ? "pruned" : "loaded with scd2.change_log = off"),
+				 errhint("Run SELECT * FROM scd2.check_facts('%s') to see the facts keyed to the wrong version, and SELECT scd2.rekey_facts('%s', full => true), which compares every fact.",
+						 fname, fname)));
+	else if (runs.run_ids != (Datum) 0 && moved_keys(runs.run_ids, &values[0], &values[1]))
+		sql = rekey_moved_sql(f);
+
+	if (sql != NULL)
+	{
+		nest = NewGUCNestLevel();
+		/* the facts of the moved versions through the fact's index, one probe each */
+		if (!full)
+		{
+			scd2_set_local("enable_hashjoin", "off");
+			scd2_set_local("enable_mergejoin", "off");
+			scd2_set_local("enable_seqscan", "off");
+		}
+		changed = (int64) scd2_exec_as_owner(owner, sql, full ? 0 : 2, argtypes, values, false,
+											 SPI_OK_UPDATE, "re-keying facts",
+											 psprintf("scd2: re-keying the facts of %s", fname));
+		AtEOXact_GUC(true, nest);
+	}
+	if (runs.newest != f->last_run)
+		scd2_fact_set_last_run(fact, runs.newest);
+	SPI_finish();
+	PG_RETURN_INT64(changed);
+}
