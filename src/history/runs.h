@@ -103,13 +103,14 @@ SCD2_NORETURN_PRE extern void scd2_report_run_rows_changed(const char *dim_name,
 /*
  * SQL: audit row a is of the dimension $1 (its OID) named $2 (its display
  * name), for a run without a change-log header (loaded before 0.3): by the
- * OID the row keeps (0.5 on, read through to_jsonb), by the name only when
- * it keeps none.
+ * OID the row keeps (0.5 on, read through to_jsonb, which gives its regclass
+ * text: compared with $1's, both printed now), by the name only when it
+ * keeps none.
  */
 #define SCD2_AUDIT_ROW_OF_SQL(a) \
 	"CASE WHEN (pg_catalog.to_jsonb(" a ") OPERATOR(pg_catalog.->>) 'dimension_oid') IS NOT NULL" \
-	"     THEN CAST(pg_catalog.to_jsonb(" a ") OPERATOR(pg_catalog.->>) 'dimension_oid' AS pg_catalog.regclass)" \
-	"          OPERATOR(pg_catalog.=) $1::pg_catalog.regclass" \
+	"     THEN (pg_catalog.to_jsonb(" a ") OPERATOR(pg_catalog.->>) 'dimension_oid')" \
+	"          OPERATOR(pg_catalog.=) CAST($1::pg_catalog.regclass AS pg_catalog.text)" \
 	"     ELSE " a ".dimension OPERATOR(pg_catalog.=) $2 END"
 
 /* changelog_compact.c */
