@@ -119,3 +119,4 @@ SELECT scd2.register('odim', ARRAY['id'], effective_column => 'at', delete_colum
 CALL scd2.apply('ostg', 'odim') \gset
 SELECT status, new_versions, closed, deleted, removed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 SELECT scd2_test.invariants('odim');
+DROP TABLE odim, ostg;
