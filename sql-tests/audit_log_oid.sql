@@ -24,7 +24,7 @@ INSERT INTO al.stg VALUES ('alice@example.com', 'gold'), ('alice@example.com', '
 CALL scd2.apply('al.stg', 'al.d1', '2024-01-01');
 CALL scd2.apply('al.stg', 'al.d2', '2024-01-01');
 DELETE FROM al.stg WHERE tier = 'silver';
-CALL scd2.apply('al.stg', 'al.d1', '2024-01-01') \gset
+CALL scd2.apply('al.stg', 'al.d1', '2024-01-01', NULL) \gset
 RESET ROLE;
 
 -- Who sees what: the owner and a reader of the dimension see its rows
@@ -80,7 +80,7 @@ RESET ROLE;
 SET ROLE regress_al_owner;
 CREATE TABLE al.d3 (LIKE al.d1_old);
 SELECT scd2.register('al.d3', ARRAY['email']);
-CALL scd2.apply('al.stg', 'al.d3', '2024-01-01') \gset
+CALL scd2.apply('al.stg', 'al.d3', '2024-01-01', NULL) \gset
 RESET ROLE;
 SELECT 'al.d3'::regclass::oid AS d3_oid \gset
 SET session_replication_role = replica;

@@ -91,7 +91,7 @@ CREATE TABLE ostg (id int, v text, at timestamptz, gone boolean DEFAULT false);
 SELECT scd2.register('odim', ARRAY['id'], effective_column => 'at', delete_column => 'gone',
                      order_free => true, max_close_fraction => 0.2, is_current_column => 'is_current');
 INSERT INTO ostg (id, v, at) SELECT g, 'a', '2024-01-01' FROM generate_series(1, 10) g;
-CALL scd2.apply('ostg', 'odim') \gset
+CALL scd2.apply('ostg', 'odim', now(), NULL) \gset
 TRUNCATE ostg;
 INSERT INTO ostg (id, at, gone) SELECT g, '2024-02-01', true FROM generate_series(1, 8) g;
 SELECT histops.state('odim') || ' memory ' || histops.checksum('scd2.arrival_memory') AS before \gset
@@ -107,7 +107,7 @@ SELECT action, count(*) FROM scd2.merge('ostg', 'odim') GROUP BY 1;
 ROLLBACK;
 BEGIN;
 SET LOCAL scd2.allow_large_close = on;
-CALL scd2.apply('ostg', 'odim') \gset
+CALL scd2.apply('ostg', 'odim', now(), NULL) \gset
 COMMIT;
 SELECT status, deleted, removed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to IS NULL) AS current_keys FROM odim;
@@ -116,7 +116,7 @@ TRUNCATE ostg;
 INSERT INTO ostg (id, v, at) SELECT g, 'b', '2024-03-01' FROM generate_series(9, 10) g;
 SELECT scd2.register('odim', ARRAY['id'], effective_column => 'at', delete_column => 'gone',
                      order_free => true, max_close_fraction => 0, is_current_column => 'is_current');
-CALL scd2.apply('ostg', 'odim') \gset
+CALL scd2.apply('ostg', 'odim', now(), NULL) \gset
 SELECT status, new_versions, closed, deleted, removed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1;
 SELECT scd2_test.invariants('odim');
 DROP TABLE odim, ostg;

@@ -190,10 +190,10 @@ CREATE TABLE ltdim (id int NOT NULL, v text, valid_from timestamptz NOT NULL, va
 CREATE TABLE ltstg (id int, v text);
 SELECT scd2.register('ltdim', ARRAY['id']);
 INSERT INTO ltstg VALUES (1, 'a'), (2, 'a');
-CALL scd2.apply('ltstg', 'ltdim', '2024-01-01') \gset
+CALL scd2.apply('ltstg', 'ltdim', '2024-01-01', NULL) \gset
 UPDATE ltstg SET v = 'b' WHERE id = 1;
 BEGIN;
-CALL scd2.apply('ltstg', 'ltdim', '2024-02-01') \gset
+CALL scd2.apply('ltstg', 'ltdim', '2024-02-01', NULL) \gset
 SELECT count(*) AS own_run_not_known_yet FROM scd2.dimension_at(NULL::ltdim, '2024-03-01', clock_timestamp()) WHERE v = 'b';
 SELECT pg_sleep(0.01);
 SELECT clock_timestamp() AS mid \gset
