@@ -26,6 +26,16 @@ RETURNS text LANGUAGE sql AS $$
            || ' batches ' || histops.checksum('scd2.change_log_batches')
 $$;
 
+-- When a committed run became known (docs/SEMANTICS.md, "Known at"): its
+-- commit timestamp where track_commit_timestamp keeps one, else when its
+-- transaction began to commit.
+CREATE FUNCTION histops.known_since(run bigint)
+RETURNS timestamptz LANGUAGE sql AS $$
+    SELECT coalesce(CASE WHEN current_setting('track_commit_timestamp') = 'on'
+                         THEN pg_xact_commit_timestamp(a.txid::text::xid) END, a.committed_at)
+      FROM scd2.audit_log a WHERE a.run_id = run
+$$;
+
 -- Run a statement; 'ok', or its error (SQLSTATE, message, detail, hint)
 -- with run ids masked (they depend on the tests run before).  The error
 -- is caught in a subtransaction: histops.state before and after shows that

@@ -8,16 +8,17 @@ SET TimeZone = 'UTC';
 SET search_path = histops, public;
 
 -- The state of a dimension after each of its runs (every column, the
--- surrogate keys too), and when the run finished.
-CREATE TABLE histops.kept (dim regclass, run_id bigint, sum text, finished_at timestamptz);
+-- surrogate keys too), and when the run became known (committed: each
+-- load commits on its own).
+CREATE TABLE histops.kept (dim regclass, run_id bigint, sum text, known timestamptz);
 CREATE PROCEDURE histops.load_keep(stg regclass, dim regclass, eff timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
     run bigint;
 BEGIN
     CALL scd2.apply(stg, dim, eff, run);
-    INSERT INTO histops.kept SELECT dim, run, histops.checksum(dim), a.finished_at
-      FROM scd2.audit_log a WHERE a.run_id = run;
+    COMMIT;
+    INSERT INTO histops.kept SELECT dim, run, histops.checksum(dim), histops.known_since(run);
 END $$;
 
 -- Run a rewind in a subtransaction that is rolled back: how many runs it
@@ -68,13 +69,13 @@ SELECT r.status, a.action, count(*)
   FROM histops.kept k JOIN scd2.audit_log r USING (run_id), scd2.changes(k.run_id) a
  WHERE k.dim = 'rdim'::regclass GROUP BY 1, 2 ORDER BY 1, 2;
 
--- Rewind to each run, and to the instant each finished (and just
+-- Rewind to each run, and to the instant each became known (and just
 -- before, and before the first load): every column equals the state
 -- after the target.
 SELECT k.n AS target,
        histops.rewind_check('rdim', format('SELECT scd2.rewind(%L, %s::bigint)', 'rdim', k.run_id), k.sum) AS to_run,
-       histops.rewind_check('rdim', format('SELECT scd2.rewind(%L, %L::timestamptz)', 'rdim', k.finished_at), k.sum) AS to_time,
-       histops.rewind_check('rdim', format('SELECT scd2.rewind(%L, %L::timestamptz)', 'rdim', k.finished_at - interval '1 microsecond'),
+       histops.rewind_check('rdim', format('SELECT scd2.rewind(%L, %L::timestamptz)', 'rdim', k.known), k.sum) AS to_time,
+       histops.rewind_check('rdim', format('SELECT scd2.rewind(%L, %L::timestamptz)', 'rdim', k.known - interval '1 microsecond'),
                          k.sum_before) AS just_before
   FROM (SELECT *, row_number() OVER (ORDER BY run_id) - 1 AS n, lag(sum) OVER (ORDER BY run_id) AS sum_before
           FROM histops.kept WHERE dim = 'rdim'::regclass) k

@@ -10,16 +10,16 @@ SET TimeZone = 'UTC';
 SET search_path = histops, public;
 
 -- The dimension's rows after each run (and before the first), and when
--- the run finished.
-CREATE TABLE histops.kn (run_id bigint, finished_at timestamptz, rows jsonb);
+-- the run became known (committed: each load commits on its own).
+CREATE TABLE histops.kn (run_id bigint, known timestamptz, rows jsonb);
 CREATE PROCEDURE histops.kn_load(stg regclass, dim regclass, eff timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
     run bigint;
 BEGIN
     CALL scd2.apply(stg, dim, eff, run);
-    INSERT INTO histops.kn SELECT run, a.finished_at, (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM histops.kdim d)
-      FROM scd2.audit_log a WHERE a.run_id = run;
+    COMMIT;
+    INSERT INTO histops.kn SELECT run, histops.known_since(run), (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM histops.kdim d);
 END $$;
 -- A set of rows (jsonb) as a checksum.
 CREATE FUNCTION histops.rows_sum(r jsonb) RETURNS text LANGUAGE sql AS $$
@@ -61,9 +61,9 @@ TRUNCATE kstg;
 INSERT INTO kstg (id, v, note, eff) VALUES (5, 'bad', 'n', '2024-05-01');
 CALL scd2.apply('kstg', 'kdim', '2024-05-01', NULL) \gset
 SELECT max(run_id) AS bad_run FROM scd2.audit_log \gset
-SELECT finished_at AS bad_finished FROM scd2.audit_log WHERE run_id = :bad_run \gset
+SELECT histops.known_since(:bad_run) AS bad_finished \gset
 SELECT scd2.revert(:bad_run) > 0 AS reverted;
-SELECT finished_at AS revert_finished FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1 \gset
+SELECT histops.known_since(max(run_id)) AS revert_finished FROM scd2.audit_log \gset
 TRUNCATE kstg;
 INSERT INTO kstg (id, v, note, eff) VALUES (5, 'b', 'm', '2024-05-01'), (6, 'b', 'n', '2024-05-02');
 CALL histops.kn_load('kstg', 'kdim', '2024-05-02');
@@ -80,9 +80,9 @@ SELECT DISTINCT t AS at FROM (
     UNION SELECT timestamptz '2024-01-01' + random() * interval '150 days' FROM generate_series(1, 12)) x;
 SELECT setseed(0.27);
 SELECT k.n AS after_run,
-       bool_and(histops.known(a.at, k.finished_at) = histops.expected(k.rows, a.at)) AS at_its_end,
-       bool_and(histops.known(a.at, k.finished_at + interval '1 microsecond') = histops.expected(k.rows, a.at)) AS just_after,
-       bool_and(k.n = 0 OR histops.known(a.at, k.finished_at - interval '1 microsecond') = histops.expected(k.rows_before, a.at)) AS just_before,
+       bool_and(histops.known(a.at, k.known) = histops.expected(k.rows, a.at)) AS at_its_end,
+       bool_and(histops.known(a.at, k.known + interval '1 microsecond') = histops.expected(k.rows, a.at)) AS just_after,
+       bool_and(k.n = 0 OR histops.known(a.at, k.known - interval '1 microsecond') = histops.expected(k.rows_before, a.at)) AS just_before,
        count(*) AS instants
   FROM (SELECT *, row_number() OVER (ORDER BY run_id) - 1 AS n, lag(rows) OVER (ORDER BY run_id) AS rows_before FROM histops.kn) k,
        ats a
@@ -98,7 +98,7 @@ SELECT regexp_replace(histops.try(format($$SELECT count(*) FROM scd2.dimension_a
                        :'bad_finished'::timestamptz + (:'revert_finished'::timestamptz - :'bad_finished'::timestamptz) / 2)),
                       '[0-9]{4}-[0-9-]+ [0-9:.]+[+]00', 'T', 'g');
 -- a later load with scd2.change_log = off, a pruned one
-SELECT max(finished_at) AS last_finished FROM histops.kn \gset
+SELECT max(known) AS last_finished FROM histops.kn \gset
 SET scd2.change_log = off;
 UPDATE kstg SET v = 'c', eff = '2024-06-01';
 CALL scd2.apply('kstg', 'kdim', '2024-06-01', NULL) \gset
@@ -147,7 +147,7 @@ SET client_min_messages = warning;
 SELECT scd2.register('ddim', ARRAY['id'], type1 => ARRAY['v']);
 INSERT INTO dstg VALUES (1, 'n', 'x');
 CALL scd2.apply('dstg', 'ddim', '2024-01-01', NULL) \gset
-SELECT finished_at AS t1 FROM scd2.audit_log WHERE run_id = :run_id \gset
+SELECT histops.known_since(:run_id) AS t1 \gset
 UPDATE dstg SET v = 'y';
 CALL scd2.apply('dstg', 'ddim', '2024-02-01', NULL) \gset
 SET client_min_messages = notice;
@@ -180,3 +180,36 @@ SELECT count(*) AS rows_for_the_owner FROM scd2.dimension_at(NULL::kn_rls_dim, n
 DROP TABLE kn_rls_dim, kn_rls_stg;
 REVOKE USAGE ON SCHEMA histops FROM regress_known_at_reader;
 DROP ROLE regress_known_at_reader;
+
+-- Known at goes by commit, not by when the load wrote its audit row: a
+-- load in a long transaction (a dbt run) that commits after known_at was
+-- seen by no reader at known_at, and counts as not known then -- for
+-- dimension_at(..., known_at) and for rewind(..., to_time).  Inside its
+-- own transaction a load has not committed: it is after every known_at.
+CREATE TABLE ltdim (id int NOT NULL, v text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE TABLE ltstg (id int, v text);
+SELECT scd2.register('ltdim', ARRAY['id']);
+INSERT INTO ltstg VALUES (1, 'a'), (2, 'a');
+CALL scd2.apply('ltstg', 'ltdim', '2024-01-01', NULL) \gset
+UPDATE ltstg SET v = 'b' WHERE id = 1;
+BEGIN;
+CALL scd2.apply('ltstg', 'ltdim', '2024-02-01', NULL) \gset
+SELECT count(*) AS own_run_not_known_yet FROM scd2.dimension_at(NULL::ltdim, '2024-03-01', clock_timestamp()) WHERE v = 'b';
+SELECT pg_sleep(0.01);
+SELECT clock_timestamp() AS mid \gset
+SELECT pg_sleep(0.01);
+COMMIT;
+SELECT finished_at < :'mid' AS finished_before_mid, histops.known_since(run_id) > :'mid' AS known_after_mid,
+       committed_at > finished_at AS stamped_at_commit
+  FROM scd2.audit_log WHERE run_id = :run_id;
+SELECT id, v FROM scd2.dimension_at(NULL::ltdim, '2024-03-01', :'mid') ORDER BY id;
+SELECT id, v FROM scd2.dimension_at(NULL::ltdim, '2024-03-01', histops.known_since(:run_id)) ORDER BY id;
+BEGIN;
+SELECT scd2.rewind('ltdim', :'mid'::timestamptz) AS undone;
+SELECT id, v, valid_to FROM ltdim ORDER BY id, valid_from;
+ROLLBACK;
+SELECT scd2.rewind('ltdim', histops.known_since(:run_id)) AS undone_at_its_commit;
+-- the loads' audit rows: stamped at their commit (a rewind that undid nothing wrote none)
+SELECT status, committed_at IS NOT NULL AS stamped FROM scd2.audit_log
+ WHERE dimension_oid = 'ltdim'::regclass ORDER BY run_id;
+DROP TABLE ltdim, ltstg;

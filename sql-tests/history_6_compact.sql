@@ -74,7 +74,7 @@ SELECT r.step, c.first_load_rows, (SELECT count(*) FROM scd2.change_log l WHERE 
 INSERT INTO histops.csk SELECT sk, id, valid_from FROM cdim EXCEPT SELECT * FROM histops.csk;
 SELECT histops.cfeeds(1) AS feeds_1, histops.cfeed_sk(1) AS sk_1;
 SELECT * FROM scd2.changes((SELECT dim_run FROM histops.crun WHERE step = 1)) ORDER BY business_key LIMIT 2;
-SELECT max(a.finished_at) AS after_first FROM scd2.audit_log a JOIN histops.crun r ON a.run_id IN (r.dim_run, r.twin_run)
+SELECT max(histops.known_since(a.run_id)) AS after_first FROM scd2.audit_log a JOIN histops.crun r ON a.run_id IN (r.dim_run, r.twin_run)
  WHERE r.step = 1 \gset
 
 -- 2. Later loads: changes, a Type 1 overwrite, new keys, a delete marker,

@@ -74,8 +74,9 @@ CREATE PROCEDURE histops.bstep(s int, eff timestamptz)
 LANGUAGE plpgsql AS $$
 BEGIN
     CALL histops.bload(s, eff);
+    COMMIT;
     INSERT INTO histops.bsk SELECT sk, id, valid_from FROM histops.bdim EXCEPT SELECT * FROM histops.bsk;
-    INSERT INTO histops.bend SELECT s, max(a.finished_at) FROM scd2.audit_log a JOIN histops.brun r
+    INSERT INTO histops.bend SELECT s, max(histops.known_since(a.run_id)) FROM scd2.audit_log a JOIN histops.brun r
                                 ON a.run_id IN (r.dim_run, r.twin_run) WHERE r.step = s;
 END $$;
 

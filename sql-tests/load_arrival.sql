@@ -160,7 +160,8 @@ DROP ROLE arr_other;
 
 -- dimension_at(..., known_at) cannot undo a moved valid_from: refused for
 -- a known_at before a run that extended a version.
-SELECT finished_at AS before_extend FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1 \gset
+-- (known_at: an instant after the earlier runs committed)
+SELECT clock_timestamp() AS before_extend \gset
 SELECT * FROM load('dim_s', $$(3, '~', 1, '2024-01-05', false)$$);
 CREATE FUNCTION known_at_refusal(k timestamptz) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN

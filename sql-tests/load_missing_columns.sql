@@ -82,3 +82,51 @@ RESET ROLE;
 SELECT missing_columns FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 DROP OWNED BY regress_mc_other;
 DROP ROLE regress_mc_other;
+
+-- carry_forward covers every column kind, under every detect: a copied
+-- column (here the dimension's column named like the effective column,
+-- dbt's updated_at, which is never tracked) beside a column the staging
+-- table lacks.  Each detect value: refused with 'error' (nothing written),
+-- carried with 'carry_forward'.
+CREATE TABLE cdim_values (id int NOT NULL, name text, city text, updated_at timestamptz,
+                          valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean);
+CREATE TABLE cdim_timestamp (LIKE cdim_values);
+CREATE TABLE cstg (id int, name text, city text, updated_at timestamptz);
+INSERT INTO cstg VALUES (1, 'Ann', 'Oslo', '2024-01-01'), (2, 'Bob', 'Rome', '2024-01-01');
+CREATE TABLE cstg_noname (id int, city text, updated_at timestamptz);
+INSERT INTO cstg_noname VALUES (1, 'Bergen', '2024-02-01'), (3, 'Lima', '2024-02-01');
+DO $$
+DECLARE
+    d text;
+BEGIN
+    FOREACH d IN ARRAY ARRAY['values', 'timestamp'] LOOP
+        PERFORM scd2.register(format('cdim_%s', d), ARRAY['id'], effective_column => 'updated_at', detect => d,
+                              is_current_column => 'is_current');
+        PERFORM count(*) FROM scd2.merge('cstg', format('cdim_%s', d)::regclass);
+    END LOOP;
+END $$;
+SELECT dimension, detect, missing_columns FROM scd2.dimensions
+ WHERE dimension IN ('cdim_values'::regclass, 'cdim_timestamp'::regclass) ORDER BY 1;
+SELECT scd2_test.state('cdim_values') AS before_values \gset
+SELECT scd2_test.state('cdim_timestamp') AS before_timestamp \gset
+SELECT count(*) FROM scd2.merge('cstg_noname', 'cdim_values');
+SELECT count(*) FROM scd2.merge('cstg_noname', 'cdim_timestamp');
+SELECT scd2_test.state('cdim_values') = :'before_values' AS nothing_written_values,
+       scd2_test.state('cdim_timestamp') = :'before_timestamp' AS nothing_written_timestamp;
+SELECT scd2.register('cdim_values', ARRAY['id'], effective_column => 'updated_at', detect => 'values',
+                     is_current_column => 'is_current', missing_columns => 'carry_forward');
+SELECT scd2.register('cdim_timestamp', ARRAY['id'], effective_column => 'updated_at', detect => 'timestamp',
+                     is_current_column => 'is_current', missing_columns => 'carry_forward');
+SELECT action, business_key, valid_from FROM scd2.merge('cstg_noname', 'cdim_values') ORDER BY 2, 3;
+SELECT action, business_key, valid_from FROM scd2.merge('cstg_noname', 'cdim_timestamp') ORDER BY 2, 3;
+SELECT 'values' AS detect, * FROM cdim_values UNION ALL SELECT 'timestamp', * FROM cdim_timestamp
+ ORDER BY 1, 2, valid_from;
+SELECT scd2_test.invariants('cdim_values'), scd2_test.invariants('cdim_timestamp');
+-- a copied column registered through tracked (the others copied), under timestamp
+CREATE TABLE cdim_tracked (LIKE cdim_values);
+SELECT scd2.register('cdim_tracked', ARRAY['id'], tracked => ARRAY['city'], effective_column => 'updated_at',
+                     detect => 'timestamp', is_current_column => 'is_current', missing_columns => 'carry_forward');
+SELECT count(*) FROM scd2.merge('cstg', 'cdim_tracked');
+SELECT action, business_key, valid_from FROM scd2.merge('cstg_noname', 'cdim_tracked') ORDER BY 2, 3;
+SELECT id, name, city, updated_at, valid_from, valid_to FROM cdim_tracked ORDER BY id, valid_from;
+SELECT scd2_test.invariants('cdim_tracked');

@@ -86,6 +86,11 @@ SELECT 'sequence', s.seqrelid::regclass::text,
                   AND d.refclassid = 'pg_class'::regclass))
   FROM pg_sequence s JOIN rels r ON r.oid = s.seqrelid
 UNION ALL
+SELECT 'policy', format('%s on %s', p.polname, p.polrelid::regclass),
+       format('cmd=%s permissive=%s roles=%s using=%s check=%s', p.polcmd, p.polpermissive,
+              p.polroles::regrole[], pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid))
+  FROM pg_policy p JOIN rels r ON r.oid = p.polrelid
+UNION ALL
 SELECT 'event trigger', t.evtname,
        format('event=%s function=%s enabled=%s tags=%s owner=%s',
               t.evtevent, t.evtfoid::regprocedure, t.evtenabled, t.evttags, t.evtowner::regrole)

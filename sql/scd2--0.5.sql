@@ -1599,3 +1599,63 @@ BEGIN
     END IF;
 END
 $$;
+
+------------------------------------------------------------------------------
+-- Issue 47 (trust, round 3): the audit log by the dimension's OID, and a
+-- run known from its commit.
+------------------------------------------------------------------------------
+-- dimension_oid: the dimension the run was of, as scd2.change_log_runs
+-- keeps it; the audit log's row security decides by it, so a table given a
+-- run's old name later (a rename, a drop and a new table) is another table
+-- and sees nothing.  dimension_dropped_at: set by the sql_drop event trigger
+-- as on scd2.change_log_runs (a dropped table's regclass is dumped as a bare
+-- OID, which can name another table after a restore).  committed_at: when
+-- the run's transaction began to commit (written at its pre-commit, or at
+-- PREPARE TRANSACTION), what scd2.dimension_at(..., known_at) and
+-- scd2.rewind(..., to_time) go by where no commit timestamp is kept.
+ALTER TABLE scd2.audit_log
+    ADD COLUMN dimension_oid regclass,
+    ADD COLUMN dimension_dropped_at timestamptz,
+    ADD COLUMN committed_at timestamptz;
+COMMENT ON COLUMN scd2.audit_log.dimension_oid IS
+    'the dimension of the run (NULL: an error or dry run written before 0.5, or a load before 0.3): the row security goes by it, not by the name in dimension';
+COMMENT ON COLUMN scd2.audit_log.dimension_dropped_at IS
+    'when the dimension was dropped; the row is then visible only to the role that ran it';
+COMMENT ON COLUMN scd2.audit_log.committed_at IS
+    'when the run''s transaction began to commit (its pre-commit; a prepared one: PREPARE TRANSACTION); NULL while it has not';
+-- the dimensions the live rows name, one probe each (the sql_drop trigger,
+-- src/catalog/dimensions.c)
+CREATE INDEX audit_log_live_dimension_idx ON scd2.audit_log (dimension_oid)
+    WHERE dimension_dropped_at IS NULL AND dimension_oid IS NOT NULL;
+-- Rows written before 0.5: a load's dimension from its change-log header, a
+-- revert's or rewind's from the headers of the runs it undid (the OID the
+-- load had, not what its name means now: a name could since name a table
+-- of another role).  Error rows, dry runs and loads before 0.3 have no
+-- such record and keep NULL: only the role that ran them (and roles exempt
+-- from row security) see them.  Their commit: when they finished.
+UPDATE scd2.audit_log a
+   SET dimension_oid = r.dimension,
+       dimension_dropped_at = COALESCE(r.dimension_dropped_at,
+           CASE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                                  WHERE c.oid OPERATOR(pg_catalog.=) r.dimension) THEN pg_catalog.now() END)
+  FROM scd2.change_log_runs r
+ WHERE r.run_id OPERATOR(pg_catalog.=) a.run_id;
+UPDATE scd2.audit_log a
+   SET dimension_oid = r.dimension,
+       dimension_dropped_at = COALESCE(r.dimension_dropped_at,
+           CASE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+                                  WHERE c.oid OPERATOR(pg_catalog.=) r.dimension) THEN pg_catalog.now() END)
+  FROM scd2.change_log_runs r
+ WHERE r.reverted_by OPERATOR(pg_catalog.=) a.run_id AND a.dimension_oid IS NULL;
+UPDATE scd2.audit_log SET committed_at = finished_at;
+
+CREATE FUNCTION scd2._may_read_dimension(dimension regclass)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'scd2_may_read_dimension_oid'
+LANGUAGE C STRICT STABLE;
+COMMENT ON FUNCTION scd2._may_read_dimension(regclass) IS
+    'internal: whether the caller may read the table of an audit row''s dimension_oid (the audit log''s row security)';
+ALTER POLICY audit_log_readable ON scd2.audit_log
+    USING (username OPERATOR(pg_catalog.=) CURRENT_USER
+           OR (dimension_dropped_at IS NULL AND scd2._may_read_dimension(dimension_oid)));
+DROP FUNCTION scd2._may_read_dimension(text);

@@ -399,6 +399,7 @@ resolve_payload(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim, Tup
 	List	   *missing = NIL;
 	List	   *type1 = reg->type1;
 	List	   *tracked_listed = reg->tracked;
+	int			nstaged;
 
 	if (reg->carry_forward)
 	{
@@ -457,10 +458,12 @@ resolve_payload(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim, Tup
 	cfg->tracked = describe_list(tracked, dim, "a tracked column", cfg->dim_name, &cfg->ntracked);
 	for (int i = 0; i < cfg->ntracked; i++)
 		require_staging_column(stg, &cfg->tracked[i], "a tracked column", cfg);
+	/* counted before list_concat, which extends other in place */
+	nstaged = list_length(other);
 	cfg->other = describe_list(list_concat(other, missing), dim, "a copied column", cfg->dim_name,
 							   &cfg->nother);
 	for (int i = 0; i < cfg->nother; i++)
-		if (i < list_length(other))
+		if (i < nstaged)
 			require_staging_column(stg, &cfg->other[i], "a copied column", cfg);
 		else
 			cfg->other[i].carried = true;

@@ -166,6 +166,25 @@ mark_dropped_runs(Datum dropped)
 }
 
 /*
+ * The audit rows of the dimensions dropped are marked dropped (0.5): the
+ * audit log's row security then shows them only to the role that ran
+ * them, whatever table their OID or name comes to mean.
+ */
+static void
+mark_dropped_audit_rows(Datum dropped)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {dropped};
+
+	if (!scd2_installed("audit_log", "dimension_dropped_at"))
+		return;
+	scd2_exec_catalog("UPDATE scd2.audit_log a SET dimension_dropped_at = pg_catalog.now()"
+					  " WHERE a.dimension_dropped_at IS NULL AND a.dimension_oid IS NOT NULL"
+					  "   AND a.dimension_oid OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, values, NULL, false, SPI_OK_UPDATE, "marking the audit rows of dropped dimensions");
+}
+
+/*
  * The arrival memory (0.4) of dropped dimensions: a later table given the
  * same oid must not recall another table's events.  Absent while the
  * library is newer than the extension's scripts.  Only the dropped tables'
@@ -188,8 +207,9 @@ forget_dropped_memory(Datum dropped)
 /*
  * The dimensions that some of scd2's rows name but that no longer exist,
  * as a subquery over one column of oids: those that table's rows matching
- * where name (read through its index on dimension: arrival_memory_key_idx,
- * change_log_runs_live_dimension_idx) and pg_class lacks.  A table is usually
+ * where name in column (read through its index on it: arrival_memory_key_idx,
+ * change_log_runs_live_dimension_idx, audit_log_live_dimension_idx) and
+ * pg_class lacks.  A table is usually
  * dropped with the event trigger firing, and then its oid is in
  * pg_event_trigger_dropped_objects(); this finds the others (dropped
  * while event triggers did not fire: session_replication_role = replica,
@@ -199,25 +219,25 @@ forget_dropped_memory(Datum dropped)
  * must not read the table.
  */
 static char *
-vanished_dimensions_sql(const char *table, const char *where)
+vanished_dimensions_sql(const char *table, const char *column, const char *where)
 {
 	return psprintf("(WITH RECURSIVE d(dim) AS ("
-					"  SELECT (SELECT CAST(t.dimension AS pg_catalog.oid) FROM %s t WHERE %s"
-					"           ORDER BY CAST(t.dimension AS pg_catalog.oid) LIMIT 1)"
+					"  SELECT (SELECT CAST(t.%s AS pg_catalog.oid) FROM %s t WHERE %s"
+					"           ORDER BY CAST(t.%s AS pg_catalog.oid) LIMIT 1)"
 					"  UNION ALL"
-					"  SELECT (SELECT CAST(t.dimension AS pg_catalog.oid) FROM %s t WHERE %s"
-					"             AND CAST(t.dimension AS pg_catalog.oid) OPERATOR(pg_catalog.>) d.dim"
-					"           ORDER BY CAST(t.dimension AS pg_catalog.oid) LIMIT 1)"
+					"  SELECT (SELECT CAST(t.%s AS pg_catalog.oid) FROM %s t WHERE %s"
+					"             AND CAST(t.%s AS pg_catalog.oid) OPERATOR(pg_catalog.>) d.dim"
+					"           ORDER BY CAST(t.%s AS pg_catalog.oid) LIMIT 1)"
 					"    FROM d WHERE d.dim IS NOT NULL)"
 					" SELECT d.dim FROM d WHERE d.dim IS NOT NULL AND NOT EXISTS"
 					"  (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) d.dim OFFSET 0))",
-					table, where, table, where);
+					column, table, where, column, column, table, where, column, column);
 }
 
 /*
  * The tables whose runs and remembered events are to be forgotten: those
- * just dropped, and any other that scd2.arrival_memory or the live
- * change-log headers still name (vanished_dimensions_sql), as an oid[]
+ * just dropped, and any other that scd2.arrival_memory, the live
+ * change-log headers or the live audit rows still name (vanished_dimensions_sql), as an oid[]
  * (NULL: none).  Each part only where the installed objects have it.
  */
 static Datum
@@ -235,10 +255,14 @@ dropped_tables(void)
 						   "    AND o.objsubid OPERATOR(pg_catalog.=) 0");
 	if (scd2_installed("arrival_memory", NULL))
 		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
-						 vanished_dimensions_sql("scd2.arrival_memory", "true"));
+						 vanished_dimensions_sql("scd2.arrival_memory", "dimension", "true"));
 	if (scd2_installed("change_log_runs", "dimension_dropped_at"))
 		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
-						 vanished_dimensions_sql("scd2.change_log_runs", "t.dimension_dropped_at IS NULL"));
+						 vanished_dimensions_sql("scd2.change_log_runs", "dimension", "t.dimension_dropped_at IS NULL"));
+	if (scd2_installed("audit_log", "dimension_dropped_at"))
+		appendStringInfo(&sql, " UNION ALL SELECT v.dim FROM %s v",
+						 vanished_dimensions_sql("scd2.audit_log", "dimension_oid",
+												 "t.dimension_dropped_at IS NULL AND t.dimension_oid IS NOT NULL"));
 	appendStringInfoString(&sql, ") u");
 	scd2_exec_catalog(sql.data, 0, NULL, NULL, NULL, true, SPI_OK_SELECT, "listing the dropped tables");
 	dropped = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -248,7 +272,8 @@ dropped_tables(void)
 /*
  * Called by the sql_drop event trigger: forget dimensions that no longer
  * exist, and default staging tables that no longer exist; mark the change
- * log runs and forget the remembered events of the tables dropped.
+ * log runs and the audit rows and forget the remembered events of the
+ * tables dropped.
  * No ownership check: it only removes rows about tables that are gone.
  */
 Datum
@@ -272,6 +297,7 @@ scd2_registry_forget_dropped(PG_FUNCTION_ARGS)
 	{
 		forget_dropped_memory(dropped);
 		mark_dropped_runs(dropped);
+		mark_dropped_audit_rows(dropped);
 	}
 	SPI_finish();
 	PG_RETURN_INT64(removed);

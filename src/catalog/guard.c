@@ -32,6 +32,7 @@
 
 PG_FUNCTION_INFO_V1(scd2_check_dimension_read);
 PG_FUNCTION_INFO_V1(scd2_may_read_dimension);
+PG_FUNCTION_INFO_V1(scd2_may_read_dimension_oid);
 
 /* RLS enabled on relid and role not exempt (owner without FORCE, BYPASSRLS). */
 static bool
@@ -123,7 +124,24 @@ scd2_check_dimension_read(PG_FUNCTION_ARGS)
 }
 
 /*
- * scd2._may_read_dimension(name): whether the caller may SELECT the table
+ * scd2._may_read_dimension(regclass) (0.5): whether the caller may SELECT
+ * the dimension an audit row keeps by OID, for the audit log's row-level
+ * security.  A table that no longer exists is false (the row's
+ * dimension_dropped_at says so too, once the sql_drop trigger ran).
+ */
+Datum
+scd2_may_read_dimension_oid(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	bool		missing = false;
+	AclResult	acl = pg_class_aclcheck_ext(relid, GetUserId(), ACL_SELECT, &missing);
+
+	PG_RETURN_BOOL(!missing && acl == ACLCHECK_OK);
+}
+
+/*
+ * scd2._may_read_dimension(text), the policy of the audit log before 0.5
+ * (kept for the older scripts' objects): whether the caller may SELECT the table
  * an audit row names (its schema-qualified, quoted name), for the audit
  * log's row-level security.  Looked up without the schema's USAGE check
  * (a role without USAGE must get false, not an error), so a table that no

@@ -13,8 +13,8 @@
 #include "common/common.h"
 #include "history/history.h"
 
-/* the audit row's parameters: 9 columns and the metrics */
-#define SCD2_AUDIT_MAX_ARGS (9 + sizeof(Scd2Metrics) / sizeof(int64))
+/* the audit row's parameters: 10 columns and the metrics */
+#define SCD2_AUDIT_MAX_ARGS (10 + sizeof(Scd2Metrics) / sizeof(int64))
 
 /* The audit INSERT being built: its columns, values and parameters. */
 typedef struct AuditRow
@@ -56,15 +56,18 @@ add_arg(AuditRow *row, const char *column, Oid type, Datum value, bool isnull)
 /*
  * Insert an audit row; returns its run id.  The caller is connected to SPI
  * and passes its own role's view of the run; the insert itself runs as the
- * extension owner (pg_cron's approach, instead of SECURITY DEFINER).
+ * extension owner (pg_cron's approach, instead of SECURITY DEFINER).  The
+ * row keeps the dimension's OID (0.5), by which its row security goes, and
+ * is stamped when its transaction commits (commit_stamp.c).
  */
 int64
-scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
+scd2_audit_write(Oid dim_oid, const char *dim_name, const char *stg_name, const char *status,
 				 TimestampTz effective_at, TimestampTz started_at,
 				 const Scd2Metrics *m, const char *message, const char *schema_note,
 				 int64 run_id)
 {
 	AuditRow	row;
+	int64		written;
 	char	   *username = GetUserNameFromId(GetUserId(), false);
 	/* a load's run id reserved by its change log (changelog.c), or 0 */
 	int64		reserved = run_id;
@@ -89,6 +92,9 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 	/* what the load did about the staging table's shape (load/schema.c; 0.4) */
 	if (schema_note != NULL)
 		add_arg(&row, "schema_change", TEXTOID, CStringGetTextDatum(schema_note), false);
+	/* an extension not yet updated to 0.5 has no such column */
+	if (scd2_installed("audit_log", "dimension_oid"))
+		add_arg(&row, "dimension_oid", REGCLASSOID, ObjectIdGetDatum(dim_oid), !OidIsValid(dim_oid));
 
 	if (scd2_exec_catalog(psprintf("INSERT INTO scd2.audit_log (%s)%s VALUES (%s) RETURNING run_id",
 								   row.columns.data,
@@ -97,7 +103,9 @@ scd2_audit_write(const char *dim_name, const char *stg_name, const char *status,
 						  row.nargs, row.types, row.args, row.nulls, false,
 						  SPI_OK_INSERT_RETURNING, "writing the audit row") != 1)
 		elog(ERROR, "scd2: writing the audit row returned no run id");
-	return scd2_spi_int8(0, 1);
+	written = scd2_spi_int8(0, 1);
+	scd2_commit_stamp_remember(written);
+	return written;
 }
 
 #define NOTICE_METRIC(name, words, shown, source, how) \

@@ -124,12 +124,15 @@ extern void scd2_arrival_memory_undo(Oid dim_oid, int64 run_id);
 
 
 /* audit.c */
-extern int64 scd2_audit_write(const char *dim_name, const char *stg_name,
+extern int64 scd2_audit_write(Oid dim_oid, const char *dim_name, const char *stg_name,
 							  const char *status, TimestampTz effective_at,
 							  TimestampTz started_at, const Scd2Metrics *m,
 							  const char *message, const char *schema_note, int64 run_id);
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
 								bool dry_run, const char *schema_note);
+
+/* commit_stamp.c */
+extern void scd2_commit_stamp_remember(int64 run_id);
 
 /* A column named by a run's change log, found in the dimension. */
 typedef struct Scd2LoggedColumn

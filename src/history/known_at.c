@@ -73,16 +73,16 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at, bool *whol
 
 	scd2_exec_catalog(
 			"SELECT a.run_id, a.status, r.run_id IS NOT NULL, COALESCE(r.logged, false),"
-			"       r.pruned_at IS NOT NULL, a.finished_at OPERATOR(pg_catalog.>) $3,"
+			"       r.pruned_at IS NOT NULL, " SCD2_RUN_KNOWN_SQL("a") " OPERATOR(pg_catalog.>) $3,"
 			"       EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) a.run_id"
 			"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[])),"
 			"       " SCD2_RUN_COMPACT_SQL("r")
 			"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 			"  LEFT JOIN scd2.audit_log v ON v.run_id OPERATOR(pg_catalog.=) r.reverted_by"
 			" WHERE (r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
-			"        OR (r.run_id IS NULL AND a.dimension OPERATOR(pg_catalog.=) $2))"
-			"   AND ((a.status OPERATOR(pg_catalog.=) 'success' AND a.finished_at OPERATOR(pg_catalog.>) $3)"
-			"        OR (a.status OPERATOR(pg_catalog.=) 'reverted' AND v.finished_at OPERATOR(pg_catalog.>) $3))"
+			"        OR (r.run_id IS NULL AND " SCD2_AUDIT_ROW_OF_SQL("a") "))"
+			"   AND ((a.status OPERATOR(pg_catalog.=) 'success' AND " SCD2_RUN_KNOWN_SQL("a") " OPERATOR(pg_catalog.>) $3)"
+			"        OR (a.status OPERATOR(pg_catalog.=) 'reverted' AND " SCD2_RUN_KNOWN_SQL("v") " OPERATOR(pg_catalog.>) $3))"
 			" ORDER BY a.run_id",
 			3, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs of the dimension");
 	ids = palloc(sizeof(Datum) * Max(SPI_processed, 1));

@@ -758,7 +758,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 
 	/* 5. */
 	memset(&none, 0, sizeof(none));
-	revert_id = scd2_audit_write(dim_name, run.stg_text, "revert",
+	revert_id = scd2_audit_write(run.dim_oid, dim_name, run.stg_text, "revert",
 								 run.has_eff ? run.effective_at : started_at, started_at, &none,
 								 psprintf("reverted run %lld: %lld rows deleted, %lld rows restored",
 										  (long long) run_id, (long long) deleted, (long long) restored),

@@ -63,7 +63,7 @@ typedef struct Rewind
 	"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r" \
 	"    ON r.run_id OPERATOR(pg_catalog.=) a.run_id" \
 	" WHERE (r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass" \
-	"        OR (r.run_id IS NULL AND a.dimension OPERATOR(pg_catalog.=) $2))"
+	"        OR (r.run_id IS NULL AND " SCD2_AUDIT_ROW_OF_SQL("a") "))"
 
 /* The newest successful load finished at or before t, or 0. */
 static int64
@@ -76,7 +76,7 @@ run_at_time(const Rewind *rw, TimestampTz t)
 
 	scd2_exec_catalog("SELECT pg_catalog.max(a.run_id)" RUNS_OF_DIMENSION
 							  "   AND a.status OPERATOR(pg_catalog.=) 'success'"
-							  "   AND a.finished_at OPERATOR(pg_catalog.<=) $3",
+							  "   AND " SCD2_RUN_KNOWN_SQL("a") " OPERATOR(pg_catalog.<=) $3",
 							  3, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the runs of the dimension");
 	id = scd2_spi_text(0, 1);
 	return id ? scd2_spi_int8(0, 1) : 0;
@@ -193,7 +193,7 @@ undo_runs(Rewind *rw, TimestampTz started_at)
 					   rw->target, rw->nruns > 1 ? "s" : "", ids.data,
 					   (long long) deleted, (long long) restored);
 	memset(&none, 0, sizeof(none));
-	rewind_id = scd2_audit_write(rw->dim_name, "", "revert", started_at, started_at, &none, message, NULL, 0);
+	rewind_id = scd2_audit_write(rw->dim_oid, rw->dim_name, "", "revert", started_at, started_at, &none, message, NULL, 0);
 	for (int i = 0; i < rw->nruns; i++)
 		scd2_revert_mark_reverted(rw->runs[i].run_id, rewind_id);
 	ereport(NOTICE, (errmsg("scd2: %s: %s", rw->dim_name, message)));

@@ -81,6 +81,38 @@ SCD2_NORETURN_PRE extern void scd2_report_run_rows_changed(const char *dim_name,
 #define SCD2_RUN_COMPACT_SQL(r) \
 	"(pg_catalog.to_jsonb(" r ") OPERATOR(pg_catalog.->>) 'first_load_rows') IS NOT NULL"
 
+/*
+ * SQL: the instant the run of audit row a became known -- no reader could
+ * see it before (docs/SEMANTICS.md, "Known at").  Its commit timestamp
+ * where track_commit_timestamp keeps one (only for a transaction id less
+ * than 2^31 old, whose 32-bit form names no other); else committed_at, when
+ * its transaction began to commit (0.5 on, commit_stamp.c; read through
+ * to_jsonb); else, not committed yet (this transaction's own run),
+ * infinity; else (written before 0.5) when it finished.
+ */
+#define SCD2_RUN_KNOWN_SQL(a) \
+	"COALESCE(CASE WHEN pg_catalog.current_setting('track_commit_timestamp') OPERATOR(pg_catalog.=) 'on'" \
+	"               AND CAST(CAST(" a ".txid AS pg_catalog.text) AS pg_catalog.int8) OPERATOR(pg_catalog.>)" \
+	"                   (CAST(CAST(pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) AS pg_catalog.text)" \
+	"                         AS pg_catalog.int8) OPERATOR(pg_catalog.-) 2147483647)" \
+	"          THEN pg_catalog.pg_xact_commit_timestamp(CAST(" a ".txid AS pg_catalog.xid)) END," \
+	"          CAST(pg_catalog.to_jsonb(" a ") OPERATOR(pg_catalog.->>) 'committed_at' AS pg_catalog.timestamptz)," \
+	"          CASE WHEN " a ".txid OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned()" \
+	"               THEN CAST('infinity' AS pg_catalog.timestamptz) ELSE " a ".finished_at END)"
+
+/*
+ * SQL: audit row a is of the dimension $1 (its OID) named $2 (its display
+ * name), for a run without a change-log header (loaded before 0.3): by the
+ * OID the row keeps (0.5 on, read through to_jsonb, which gives its regclass
+ * text: compared with $1's, both printed now), by the name only when it
+ * keeps none.
+ */
+#define SCD2_AUDIT_ROW_OF_SQL(a) \
+	"CASE WHEN (pg_catalog.to_jsonb(" a ") OPERATOR(pg_catalog.->>) 'dimension_oid') IS NOT NULL" \
+	"     THEN (pg_catalog.to_jsonb(" a ") OPERATOR(pg_catalog.->>) 'dimension_oid')" \
+	"          OPERATOR(pg_catalog.=) CAST($1::pg_catalog.regclass AS pg_catalog.text)" \
+	"     ELSE " a ".dimension OPERATOR(pg_catalog.=) $2 END"
+
 /* changelog_compact.c */
 extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
 										 const Scd2LoggedColumn *keys, int nkeys,

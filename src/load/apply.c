@@ -50,7 +50,7 @@ load_and_log(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz starte
 	int64		run_id;
 
 	scd2_run_load(req, res);
-	run_id = scd2_audit_write(res->dim_name, res->stg_name, "success", req->effective_at,
+	run_id = scd2_audit_write(req->dim_oid, res->dim_name, res->stg_name, "success", req->effective_at,
 							  started_at, &res->metrics, NULL, res->schema_note, res->run_id);
 	return run_id;
 }
@@ -84,7 +84,7 @@ load_nonatomic(const Scd2LoadRequest *req, Scd2LoadResult *res, TimestampTz star
 	ApplyCall	call = {req, res, started_at, 0};
 	ErrorData  *edata;
 
-	edata = scd2_run_in_subxact(apply_body, &call, dim_name, stg_name,
+	edata = scd2_run_in_subxact(apply_body, &call, req->dim_oid, dim_name, stg_name,
 								req->effective_at, started_at);
 	if (edata != NULL)
 	{

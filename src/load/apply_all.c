@@ -68,7 +68,7 @@ load_one(const Scd2Target *t, TimestampTz effective_at)
 	req.dim_oid = t->dim_oid;
 	req.effective_at = effective_at;
 	scd2_run_load(&req, &res);
-	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", effective_at,
+	(void) scd2_audit_write(t->dim_oid, res.dim_name, res.stg_name, "success", effective_at,
 							started_at, &res.metrics, NULL, res.schema_note, res.run_id);
 	scd2_notice_metrics(res.dim_name, &res.metrics, false, res.schema_note);
 
@@ -101,7 +101,7 @@ load_one_nonatomic(const Scd2Target *t, TimestampTz effective_at)
 	ApplyAllCall call = {t, effective_at};
 	ErrorData  *edata;
 
-	edata = scd2_run_in_subxact(apply_all_body, &call, t->dim_name, t->stg_name,
+	edata = scd2_run_in_subxact(apply_all_body, &call, t->dim_oid, t->dim_name, t->stg_name,
 								effective_at, GetCurrentTimestamp());
 	if (edata != NULL)
 		ereport(WARNING,

@@ -583,7 +583,7 @@ load_extract(Snapshots *ss, int i)
 	 */
 	m->unchanged += ss->rows[i] - ss->loaded[i];
 	m->source_rows = ss->rows[i];
-	(void) scd2_audit_write(res.dim_name, res.stg_name, "success", ss->at[i], started_at, m,
+	(void) scd2_audit_write(ss->dim_oid, res.dim_name, res.stg_name, "success", ss->at[i], started_at, m,
 							psprintf("scd2.apply_snapshots: extract %d of %d", i + 1, ss->n),
 							res.schema_note, res.run_id);
 	ss->schema_note = res.schema_note;
@@ -645,7 +645,7 @@ scd2_apply_snapshots(PG_FUNCTION_ARGS)
 
 		scd2_check_relkind(ss.dim_oid, true);
 		scd2_check_relkind(ss.stg_oid, false);
-		edata = scd2_run_in_subxact(apply_snapshots_body, &ss,
+		edata = scd2_run_in_subxact(apply_snapshots_body, &ss, ss.dim_oid,
 									scd2_relation_display_name(ss.dim_oid),
 									scd2_relation_display_name(ss.stg_oid),
 									ss.started_at, ss.started_at);

@@ -370,34 +370,77 @@ refuse_empty_snapshot(const Scd2Config *cfg)
 }
 
 /*
+ * The keys current before the load and not after it, as a count query
+ * over the change table (alias c; `_vt NULL: open) and the dimension
+ * (alias d): a key some close, delete, shorten or remove touches, that
+ * has a current version now, and after the write has neither an open row
+ * the load writes (an insert copy, or an update copy that leaves its row
+ * open) nor a current version the load leaves alone.
+ */
+static char *
+sql_keys_ended(const Scd2Config *cfg, const char *dim)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT pg_catalog.count(*) FROM (SELECT DISTINCT ");
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
+	appendStringInfo(&buf, X(" FROM " CHG_TABLE " c WHERE c.`_action IN (" WT_ACT_CLOSE ", " WT_ACT_DELETE ", "
+							 WT_ACT_SHORTEN ", " WT_ACT_REMOVE ")) k"
+							 " WHERE EXISTS (SELECT FROM %s d WHERE "), dim);
+	scd2_append_key_join(&buf, cfg, "d", "k");
+	appendStringInfo(&buf, " AND %s)", scd2_current_pred(cfg, "d"));
+	appendStringInfoString(&buf, X(" AND NOT EXISTS (SELECT FROM " CHG_TABLE " c WHERE "));
+	scd2_append_key_join(&buf, cfg, "c", "k");
+	appendStringInfoString(&buf, X(" AND c.`_vt IS NULL AND c.`_action NOT IN (" WT_ACT_REMOVE ", "
+								   WT_ACT_COMPLEX ", " WT_ACT_REMEMBER "))"));
+	appendStringInfo(&buf, " AND NOT EXISTS (SELECT FROM %s d WHERE ", dim);
+	scd2_append_key_join(&buf, cfg, "d", "k");
+	appendStringInfo(&buf, X(" AND %s AND NOT EXISTS (SELECT FROM " CHG_TABLE " c WHERE "),
+					 scd2_current_pred(cfg, "d"));
+	scd2_append_key_join(&buf, cfg, "c", "d");
+	appendStringInfo(&buf, X(" AND c.`_tvf %s d.%s AND c.`_action NOT IN (" WT_ACT_COMPLEX ", "
+							 WT_ACT_REMEMBER ")))"),
+					 cfg->vf.eqop_sql, cfg->vf.ident);
+	return buf.data;
+}
+
+/*
  * The partial-extract guard (register's max_close_fraction): a load that
- * would end more current keys without a new version (its deleted count:
- * snapshot absences, delete markers) than the registered fraction of the
- * dimension's current keys is refused before it writes anything, unless
- * scd2.allow_large_close is on.  The current keys are counted only when
- * the load would close some.
+ * would leave more of the dimension's current keys without a current
+ * version -- whatever ends them: snapshot absences, delete markers, an
+ * order-free load's removes -- than the registered fraction of its current
+ * keys is refused before it writes anything, unless
+ * scd2.allow_large_close is on.  Counted only when the load ends some
+ * version.
  */
 static void
 refuse_large_close(LoadState *st, const Scd2Metrics *m)
 {
 	const Scd2Config *cfg = st->cfg;
 	const char *dim = st->dim_table_sql ? st->dim_table_sql : cfg->dim_sql;
+	int64		ended;
 	int64		current;
 
-	if (cfg->max_close_fraction < 0 || m->deleted == 0 || scd2_allow_large_close)
+	if (cfg->max_close_fraction < 0 || scd2_allow_large_close ||
+		m->closed + m->deleted + m->shortened + m->removed == 0)
+		return;
+	scd2_load_exec(st, sql_keys_ended(cfg, dim), SPI_OK_SELECT, "counting the keys the load ends");
+	ended = scd2_spi_int8(0, 1);
+	if (ended == 0)
 		return;
 	scd2_load_exec(st, psprintf("SELECT pg_catalog.count(*) FROM %s d WHERE %s", dim,
 								scd2_current_pred(cfg, "d")),
 				   SPI_OK_SELECT, "counting the current keys");
 	current = scd2_spi_int8(0, 1);
-	if ((double) m->deleted <= cfg->max_close_fraction * (double) current)
+	if ((double) ended <= cfg->max_close_fraction * (double) current)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("load of dimension %s would close %lld of %lld current keys, limit %g",
-					cfg->dim_name, (long long) m->deleted, (long long) current, cfg->max_close_fraction),
-			 errdetail("Staging table %s would end %.1f%% of the current keys without a new version (keys absent from a snapshot extract, delete markers); the registered max_close_fraction %g allows %lld. Nothing was loaded.",
-					   cfg->stg_name, 100.0 * (double) m->deleted / (double) current,
+					cfg->dim_name, (long long) ended, (long long) current, cfg->max_close_fraction),
+			 errdetail("Staging table %s would leave %.1f%% of the current keys without a current version (keys absent from a snapshot extract, delete markers, versions an order-free load removes); the registered max_close_fraction %g allows %lld. Nothing was loaded.",
+					   cfg->stg_name, 100.0 * (double) ended / (double) current,
 					   cfg->max_close_fraction,
 					   (long long) floor(cfg->max_close_fraction * (double) current)),
 			 errhint("A partial extract is usually an upstream failure. If the closes are real, allow this load with SET LOCAL scd2.allow_large_close = on.")));

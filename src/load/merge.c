@@ -34,7 +34,7 @@ scd2_merge(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	scd2_run_load(&req, &res);
-	(void) scd2_audit_write(res.dim_name, res.stg_name, req.dry_run ? "dry_run" : "success",
+	(void) scd2_audit_write(req.dim_oid, res.dim_name, res.stg_name, req.dry_run ? "dry_run" : "success",
 							req.effective_at, started_at, &res.metrics, NULL,
 							res.schema_note, res.run_id);
 	SPI_finish();

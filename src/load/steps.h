@@ -107,7 +107,7 @@ extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
 
 /* txn.c */
 extern bool scd2_call_is_nonatomic(FunctionCallInfo fcinfo);
-extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg,
+extern ErrorData *scd2_run_in_subxact(void (*body) (void *arg), void *arg, Oid dim_oid,
 									  const char *dim_name, const char *stg_name,
 									  TimestampTz effective_at, TimestampTz started_at);
 

@@ -28,13 +28,13 @@ scd2_call_is_nonatomic(FunctionCallInfo fcinfo)
  * Runs body(arg) in a subtransaction.  Returns NULL when it succeeded (the
  * subtransaction is released into the caller's transaction).  When it
  * failed, the subtransaction is rolled back, an audit row with status
- * 'error' and the error's message is written for dim_name and stg_name in
+ * 'error' and the error's message is written for dim_oid (dim_name) and stg_name in
  * the caller's transaction, and the error, copied into the memory context
  * current at the call, is returned: the caller commits, then raises it
  * again or reports it and goes on.
  */
 ErrorData *
-scd2_run_in_subxact(void (*body) (void *arg), void *arg,
+scd2_run_in_subxact(void (*body) (void *arg), void *arg, Oid dim_oid,
 					const char *dim_name, const char *stg_name,
 					TimestampTz effective_at, TimestampTz started_at)
 {
@@ -63,7 +63,7 @@ scd2_run_in_subxact(void (*body) (void *arg), void *arg,
 		CurrentResourceOwner = oldowner;
 
 		memset(&none, 0, sizeof(none));
-		(void) scd2_audit_write(dim_name, stg_name, "error", effective_at, started_at,
+		(void) scd2_audit_write(dim_oid, dim_name, stg_name, "error", effective_at, started_at,
 								&none, edata->message, NULL, 0);
 	}
 	PG_END_TRY();
