@@ -5,7 +5,7 @@
  * the order of the NOTICE and of scd2.audit_log's columns:
  *
  *   name    the field of Scd2Metrics (scd2.h) and the bigint column of
- *           scd2.audit_log (audit.c writes it; dbt's materialization reads
+ *           scd2.audit_log (history/audit.c writes it; dbt's materialization reads
  *           every bigint column but run_id as a metric)
  *   words   what the NOTICE prints after the count, (one, many): "1 <one>",
  *           "<count> <many>"
@@ -17,15 +17,15 @@
  *   source  where the count arises, and how is what it is:
  *     SET        assigned where the count arises: how names the place
  *     COUNTED    a count over the change table: how is its filter, a
- *                condition on the work table's columns (worktable.h; ` is
- *                the internal prefix); scd2_count_changes (load_write.c)
+ *                condition on the work table's columns (load/worktable.h; ` is
+ *                the internal prefix); scd2_count_changes (load/write.c)
  *                runs the counts and reads them by name
  *     DERIVED    how is a C expression of the classification's counts
  *                (Scd2ClassifyCounts *cc), the fast path's rows that count
  *                as applied (fast_counted) and the metrics above it (m),
  *                evaluated in scd2_count_changes
  *
- * A first load (load_first.c) has no change table and no classification:
+ * A first load (load/first_load.c) has no change table and no classification:
  * inserted = the rows its INSERT wrote, unchanged = the rest, the others 0.
  *
  * The rows a load writes are its COUNTED metrics: dbt's adapter response

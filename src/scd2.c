@@ -1,16 +1,16 @@
 /*
  * scd2.c -- module entry point: _PG_init defines the scd2.* settings (and
- * has load_memory.c and load_explain.c define their own one each).
+ * has load/memory.c and load/explain.c define their own one each).
  *
  * The variables are read where the setting takes effect: asof_on_missing
- * asof_bulk_threshold and asof_map_memory by the as-of lookup (asof.c,
- * asof_cache.c, asof_map.c),
- * change_log by the change log (changelog.c), allow_empty_snapshot and
- * allow_large_close by the load driver (load.c), first_load_rebuild_indexes by the first load
- * (load_first.c), allow_drop_with_history by the uninstall guard
+ * asof_bulk_threshold and asof_map_memory by the as-of lookup (asof/lookup.c,
+ * asof/cache.c, asof/map.c),
+ * change_log by the change log (history/changelog.c), allow_empty_snapshot and
+ * allow_large_close by the load driver (load/driver.c), first_load_rebuild_indexes by the first load
+ * (load/first_load.c), allow_drop_with_history by the uninstall guard
  * (history/drop_guard.c).  Their defaults are named in scd2.h.
- * scd2.load_memory is defined and read by load_memory.c,
- * scd2.explain_statement by load_explain.c.
+ * scd2.load_memory is defined and read by load/memory.c,
+ * scd2.explain_statement by load/explain.c.
  */
 #include "scd2.h"
 
@@ -171,7 +171,7 @@ _PG_init(void)
 							   PGC_SUSET,
 							   0,
 							   NULL, NULL, NULL);
-	/* the fast path's probes in key order (fast_path_plan.c) */
+	/* the fast path's probes in key order (load/fast_path_plan.c) */
 	scd2_fast_path_plan_init();
 	/* the counts of a running load's statements (load/progress.c) */
 	scd2_progress_init();

@@ -34,7 +34,7 @@ typedef struct Scd2Column
 	bool		sortable;		/* has a default btree opclass */
 	bool		stg_exact;		/* staging column has this type, typmod and
 								 * collation: read without a CAST */
-	/* How the staging value converts (config.c, for the load's checks). */
+	/* How the staging value converts (catalog/config.c, for the load's checks). */
 	char	   *stg_type_sql;	/* staging column's type with typmod */
 	char	   *stg_type_name;	/* the same, and the dimension column's */
 	char	   *type_name;		/* type, for messages */
@@ -95,23 +95,23 @@ typedef struct Scd2Config
 								 * column (unquoted), not a staging column;
 								 * NULL otherwise */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
-	bool		order_free;		/* register's order_free (load_arrival.c) */
+	bool		order_free;		/* register's order_free (load/arrival.c) */
 
 	/*
 	 * 0.4's comparison helpers, when the installed objects have them (the
 	 * library can be newer: scd2_installed_function): scd2._not_distinct
-	 * (fn_not_distinct.c) and the aggregate scd2._repeats (fn_repeats.c).
+	 * (common/not_distinct.c) and the aggregate scd2._repeats (common/repeats.c).
 	 */
 	bool		has_not_distinct;
 	bool		has_repeats;
 
 	List	   *filled;			/* columns this load added to the dimension,
-								 * its Type 1 columns (load_schema.c) */
+								 * its Type 1 columns (load/schema.c) */
 
 	char	   *px;				/* prefix of every internal column name of
 								 * the generated SQL: no column of the
 								 * dimension or the staging table starts
-								 * with px followed by "_" (config.c) */
+								 * with px followed by "_" (catalog/config.c) */
 } Scd2Config;
 
 /* Exact metrics of one load: one field per line of SCD2_METRICS. */
@@ -121,7 +121,7 @@ typedef struct Scd2Metrics
 } Scd2Metrics;
 
 /*
- * One extract of scd2.apply_snapshots (fn_apply_snapshots.c), read from
+ * One extract of scd2.apply_snapshots (load/apply_snapshots.c), read from
  * its work table instead of the staging table: the first in full
  * (a snapshot-mode load), each later one as its changes since the extract
  * before, with a delete marker for every key that extract had and this

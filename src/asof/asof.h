@@ -1,10 +1,10 @@
 /*
  * asof.h -- what the files of scd2.asof share: the call site's cache and
- * the bulk map's types.  asof.c is the entry point and decodes the
- * arguments; asof_cache.c builds the cache (registry row, privileges,
- * index choice), asof_keys.c its scan keys; asof_scan.c keeps the index
- * scan open and reads its entries; asof_map.c builds and searches the
- * bulk map; asof_citus.c finds the shard (or the query through Citus) a
+ * the bulk map's types.  lookup.c is the entry point and decodes the
+ * arguments; cache.c builds the cache (registry row, privileges,
+ * index choice), keys.c its scan keys; scan.c keeps the index
+ * scan open and reads its entries; map.c builds and searches the
+ * bulk map; citus_route.c finds the shard (or the query through Citus) a
  * call reads on a Citus cluster.
  */
 #ifndef SCD2_ASOF_H
@@ -129,10 +129,10 @@ typedef struct AsofCache
 	/* calls under this snapshot, and the map built from it (in opencxt) */
 	int64		ncalls;
 	AsofMapState map_state;
-	struct AsofMap *map;	/* asof_map.c */
+	struct AsofMap *map;	/* map.c */
 
 	/*
-	 * A Citus table (asof_citus.c): where its rows are; NULL otherwise.
+	 * A Citus table (citus_route.c): where its rows are; NULL otherwise.
 	 * Its shards' caches are AsofCaches of their own (on the shard's
 	 * relation and index), with citus NULL.
 	 */
@@ -169,23 +169,23 @@ scd2_asof_time_value(const AsofCache *c, Datum d)
 	return DatumGetInt64(d);
 }
 
-/* asof_cache.c */
+/* cache.c */
 extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid);
 extern AsofCache *scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel);
 
-/* asof_citus.c */
+/* citus_route.c */
 extern void scd2_asof_citus_setup(AsofCache *c);
 extern AsofRoute scd2_asof_citus_route(AsofCache *c, AsofCache **target);
 extern void scd2_asof_citus_forget(AsofCache *c, Snapshot snapshot);
 extern bool scd2_asof_citus_query(AsofCache *c, Datum atv, int64 *sk);
 extern void scd2_asof_citus_unreachable(AsofCache *c, const char *key);
 
-/* asof_keys.c */
+/* keys.c */
 extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
 extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);
 extern void scd2_asof_setup_valid_from_key(AsofCache *c, Relation index);
 
-/* asof_scan.c */
+/* scan.c */
 extern bool scd2_asof_next_entry(AsofCache *c, IndexScanDesc scan, ScanDirection dir,
 								 bool whole, bool lock_page, AsofEntry *e);
 extern void scd2_asof_register_callbacks(void);
@@ -197,7 +197,7 @@ extern void scd2_prepare_btree_scan(IndexScanDesc scan);
 extern void scd2_asof_cache_reset(void *arg);
 extern bool scd2_asof_probe(AsofCache *c, Datum atv, int64 *sk);
 
-/* asof_map.c */
+/* map.c */
 extern void scd2_asof_build_map(AsofCache *c);
 extern bool scd2_asof_map_lookup(AsofCache *c, Datum atv, int64 *sk);
 

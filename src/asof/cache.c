@@ -1,7 +1,7 @@
 /*
- * asof_cache.c -- the call site's cache of scd2.asof: the registry row, the
+ * cache.c -- the call site's cache of scd2.asof: the registry row, the
  * privileges, the choice of the as-of index and the scan keys of the
- * business key arguments.  Built at the first call of a query (asof.c), it
+ * business key arguments.  Built at the first call of a query (lookup.c), it
  * lives in fn_extra.
  */
 #include "postgres.h"
@@ -195,7 +195,7 @@ registration_from_index(Oid relid, const char *relname, MemoryContext cxt,
 
 /*
  * Read the dimension's registry row (business key, validity and surrogate
- * key columns, registry.c) into the cache, and resolve its columns.
+ * key columns, catalog/dimensions.c) into the cache, and resolve its columns.
  */
 static void
 read_registry(AsofCache *c)
@@ -471,7 +471,7 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
 }
 
 /*
- * The cache of one shard of a Citus dimension (asof_citus.c), in the
+ * The cache of one shard of a Citus dimension (citus_route.c), in the
  * dimension's cache's memory: the same registration, argument conversions
  * and scan keys, on the shard's relation (whose attribute numbers may
  * differ: a shard is created without the shell table's dropped columns)

@@ -1,11 +1,11 @@
 /*
- * asof_citus.c -- scd2.asof on a Citus cluster.
+ * citus_route.c -- scd2.asof on a Citus cluster.
  *
  * On a Citus node a distributed or reference dimension is a shell table
  * (empty on the coordinator) whose rows live in shards: tables named
  * dim_<shardid>, with the same columns and indexes, placed on one node
  * (distributed) or on every node (reference).  So the lookup reads the
- * shard, found from Citus's metadata (citus_shards.c), which Citus 11+
+ * shard, found from Citus's metadata (citus/shards.c), which Citus 11+
  * keeps on every node:
  *
  * - reference (or single-shard) dimension: its one shard; a node with a
@@ -26,7 +26,7 @@
  *   refuses to start a distributed query there, and the call errors out
  *   with a hint (scd2_asof_citus_unreachable).
  *
- * Each shard probed gets a cache of its own (asof_cache.c), built at its
+ * Each shard probed gets a cache of its own (cache.c), built at its
  * first call in the query, so its scan, snapshot checks and bulk map work
  * as on a plain table.  Nothing is kept across queries, or across
  * snapshots.
@@ -75,7 +75,7 @@ typedef struct AsofCitus
 
 	/*
 	 * The versions of the keys asked for, each read by one query, kept
-	 * while the snapshot stays the same (asof.c) and within work_mem *
+	 * while the snapshot stays the same (lookup.c) and within work_mem *
 	 * hash_mem_multiplier; keyed by the key values' text.
 	 */
 	MemoryContext keptcxt;
@@ -428,7 +428,7 @@ read_versions(AsofCache *c, KeptKey *e, MemoryContext cxt)
 
 /*
  * A call answered through Citus: the key's versions (kept, or read now),
- * then the probe's rule (asof_scan.c): the latest version starting at or
+ * then the probe's rule (scan.c): the latest version starting at or
  * before the instant, if it is still valid then.
  */
 bool

@@ -1,5 +1,5 @@
 /*
- * asof_keys.c -- the scan keys of scd2.asof: how each business key
+ * keys.c -- the scan keys of scd2.asof: how each business key
  * argument is compared with its index column (as is, a cross-type
  * operator, an implicit cast, an untyped literal's input function) and
  * valid_from <= at.

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * asof.c
+ * lookup.c
  *	  scd2.asof(dimension regclass, at timestamptz, VARIADIC business_key "any")
  *
  * Returns the surrogate key of the version of a business key that is valid
@@ -21,7 +21,7 @@
  * rows / 40 for a smaller dimension), the call site builds once a compact
  * in-memory map of the dimension's visible versions (one ordered walk of the
  * same index, same visibility rules) and answers from it: binary searches
- * in sorted arrays (asof_map.c).  It is only built when it fits in
+ * in sorted arrays (map.c).  It is only built when it fits in
  * scd2.asof_map_memory, and lives as long as the open scan.  Each process
  * of a parallel query builds its own.
  *
@@ -42,7 +42,7 @@
  * enforced for the caller is rejected (the probe cannot apply policies), as
  * is a partitioned dimension (its indexes cannot be probed directly).
  *
- * On a Citus table the rows are in shards: asof_citus.c routes each call
+ * On a Citus table the rows are in shards: citus_route.c routes each call
  * to the shard on this node or to a query through Citus.
  *
  * Known limitation: in PL/pgSQL, a simple expression such as
@@ -109,7 +109,7 @@ convert_at(AsofCache *c, TimestampTz at)
 
 /*
  * Is this another snapshot than the open scan's (or the one a Citus
- * dimension's kept versions were read under, asof_citus.c)?  Not only another address:
+ * dimension's kept versions were read under, citus_route.c)?  Not only another address:
  * the scan's snapshot may have been freed and another one allocated at the
  * same place (a PL/pgSQL loop takes one per statement), or its command id
  * advanced in place; so compare what decides visibility too.  (The snapshot
@@ -273,7 +273,7 @@ scd2_asof(PG_FUNCTION_ARGS)
 	{
 		AsofCache  *fresh = scd2_asof_build_cache(fcinfo, relid);
 
-		/* a Citus table: its rows are in shards (asof_citus.c) */
+		/* a Citus table: its rows are in shards (citus_route.c) */
 		scd2_asof_citus_setup(fresh);
 		/* the old cache stays usable until the new one is complete */
 		if (c != NULL)

@@ -1,5 +1,5 @@
 /*
- * asof_map.c -- bulk mode of scd2.asof: a compact in-memory map of the
+ * map.c -- bulk mode of scd2.asof: a compact in-memory map of the
  * dimension's visible versions, built by one walk of the as-of index and
  * searched by binary search.
  */
@@ -20,7 +20,7 @@
 
 /*
  * Bulk mode: the dimension's visible versions in memory, built by one ordered
- * walk of the as-of index (asof_map.c).  Sorted parallel arrays, no
+ * walk of the as-of index (map.c).  Sorted parallel arrays, no
  * per-version structs: the business keys in index order, and per key its
  * versions, contiguous and in ascending valid_from order, from first[key] to
  * first[key + 1] - 1.  A version is its valid_from and surrogate key (each
@@ -89,7 +89,7 @@ typedef struct AsofMap
 /*
  * Bulk mode.
  *
- * After many calls under one snapshot (see setup_bulk in asof_cache.c), the
+ * After many calls under one snapshot (see setup_bulk in cache.c), the
  * call site walks the whole as-of index once, in order, with the scan's
  * snapshot (index-only where the visibility map allows, as the probe), and
  * keeps every visible version in memory (AsofMap in asof.h): the business

@@ -1,9 +1,9 @@
 /*
- * asof_scan.c -- the as-of index scan, kept open under its own resource
+ * scan.c -- the as-of index scan, kept open under its own resource
  * owner across the calls of one query and closed at the end of the query,
  * when the snapshot changes, and at (sub)transaction end (the transaction
  * callbacks); the probe of one call; and the one reader of the index's
- * entries that the probe and the bulk map (asof_map.c) share.
+ * entries that the probe and the bulk map (map.c) share.
  */
 #include "postgres.h"
 
@@ -72,7 +72,7 @@ scd2_asof_sk_value(AsofCache *c, Datum d)
 
 /*
  * Remember the snapshot answers are read under, and what it is now (in the
- * current memory context), to see it change (asof.c, snapshot_changed).
+ * current memory context), to see it change (lookup.c, snapshot_changed).
  */
 void
 scd2_asof_keep_snapshot(AsofCache *c, Snapshot snapshot)

@@ -1,7 +1,7 @@
 /*
- * load_access.c -- step 1 of a load: the caller's and the owner's
+ * access.c -- step 1 of a load: the caller's and the owner's
  * privileges and the relation kinds (the row-security refusal is
- * guard.c's, the owner context the load runs in exec.c's).
+ * guard.c's, the owner context the load runs in common/exec.c's).
  */
 #include "scd2.h"
 

@@ -1,7 +1,7 @@
 /*
  * config.c -- a registered dimension, resolved against a staging table.
  *
- * Takes the registry row of the dimension (registry.c), finds every column it names in
+ * Takes the registry row of the dimension (dimensions.c), finds every column it names in
  * the dimension and in the staging table, checks types, and derives the
  * tracked / Type 1 / other column lists.  Every problem a user can cause is
  * reported here, before anything is written, with the column at fault.
@@ -115,7 +115,7 @@ round_trip_eqop(Oid srctype, Oid dsttype)
  * The load stores CAST(staging AS dimension type): a value of another type
  * or typmod can fail to convert (out of range) or convert with loss
  * (varchar(n)/char(n) cut, numeric(p,s) or an integer type rounded), which
- * the load refuses before it writes (load_convert.c).  A collation alone changes no
+ * the load refuses before it writes (load/convert.c).  A collation alone changes no
  * value.
  */
 static void
@@ -284,7 +284,7 @@ resolve_effective(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 							  srctype, att->attcollation, cfg->vf.typid, cfg->vf.collid);
 	cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
 	cfg->eff_name = reg->effective_column;
-	/* converted exactly, or checked before the load (load_convert.c) */
+	/* converted exactly, or checked before the load (load/convert.c) */
 	if (srctype != cfg->vf.typid ||
 		(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
 	{

@@ -1,5 +1,5 @@
 /*
- * catalog/create_dimension.c -- scd2.create_dimension(dimension, like,
+ * create_dimension.c -- scd2.create_dimension(dimension, like,
  * business_key, ...): a dimension table shaped after a staging table,
  * created and registered.
  *

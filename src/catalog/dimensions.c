@@ -1,8 +1,8 @@
 /*
- * registry.c -- every read and write of scd2.dimensions.
+ * dimensions.c -- every read and write of scd2.dimensions.
  *
  * Reads: the registration a load resolves (config.c), the columns
- * scd2.asof needs (asof_cache.c), the dimensions scd2.apply_all loads;
+ * scd2.asof needs (asof/cache.c), the dimensions scd2.apply_all loads;
  * and the check that a dimension still has the shape it was registered
  * with (scd2_check_registered_shape, for both).
  * Writes: the SQL-callable helpers of scd2.register and scd2.unregister
@@ -427,7 +427,7 @@ scd2_registry_store_missing_columns(PG_FUNCTION_ARGS)
 /*
  * scd2._registry_store_schema_change(dimension, on_schema_change): what a
  * load does when the staging table's columns differ from the dimension's
- * (0.4, load_schema.c): 'ignore', 'fail', 'append_new_columns' or
+ * (0.4, load/schema.c): 'ignore', 'fail', 'append_new_columns' or
  * 'sync_all_columns'.
  */
 Datum
@@ -456,7 +456,7 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 
 /*
  * scd2._registry_store_order_free(dimension, order_free) (0.4): an
- * order-free dimension (load_arrival.c) needs an effective column and
+ * order-free dimension (load/arrival.c) needs an effective column and
  * incremental mode (its events carry their own instants), value detection,
  * and no Type 1 columns (an in-place overwrite depends on which event
  * arrived last, not on the events).  Checked against the registration
@@ -516,7 +516,7 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 }
 
 /*
- * After a load changed a dimension's columns (load_schema.c: a widened
+ * After a load changed a dimension's columns (load/schema.c: a widened
  * business key): the registered shape is the dimension's again, read from
  * pg_attribute by the query register uses.  The caller is connected to SPI.
  */
@@ -613,7 +613,7 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	 * EXTENSION scd2 UPDATE, has no such column and loads with value
 	 * detection, no close limit, and refuses a staging table that lacks a
 	 * column.  Not read-only: a load that changed the dimension's shape
-	 * (load_schema.c) reads the registration it has just updated.
+	 * (load/schema.c) reads the registration it has just updated.
 	 */
 	rc = SPI_execute_with_args(
 		psprintf("SELECT business_key::pg_catalog.text[], tracked::pg_catalog.text[],"
@@ -831,7 +831,7 @@ asof_registry_plan(void)
  * key column names), copied into cxt; relname names the dimension in the
  * errors.  The dimension must still have the shape it was registered
  * with.  Without a row: false with missing_ok (a Citus worker, whose
- * registry is empty: asof_citus.c), else an error.
+ * registry is empty: asof/citus_route.c), else an error.
  */
 bool
 scd2_registry_read_asof(Oid relid, const char *relname, MemoryContext cxt,

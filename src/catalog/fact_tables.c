@@ -1,5 +1,5 @@
 /*
- * catalog/fact_tables.c -- the registry of fact tables (scd2.fact_tables):
+ * fact_tables.c -- the registry of fact tables (scd2.fact_tables):
  * every read and write of that table is here.
  *
  *   scd2._fact_validate(fact, dimension, surrogate_key_column, time_column)

@@ -82,7 +82,7 @@ scd2_refuse_row_security(Oid relid, Oid owner, const char *relword, const char *
 }
 
 /*
- * The registered shape (registry.c: scd2_check_registered_shape) must still
+ * The registered shape (dimensions.c: scd2_check_registered_shape) must still
  * be the dimension's.  A dimension that is not registered (any more)
  * passes when missing_ok.  The caller is connected to SPI.
  */

@@ -1,5 +1,5 @@
 /*
- * catalog/registry.h -- what the catalog folder offers the others: a
+ * registry.h -- what the catalog folder offers the others: a
  * dimension's registration (every read and write of scd2.dimensions is in
  * dimensions.c), its resolved configuration (config.c), the checks every
  * entry point makes before it touches a dimension (guard.c) and the

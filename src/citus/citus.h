@@ -1,5 +1,5 @@
 /*
- * citus.h -- what a relation is to Citus, read from the catalog (citus.c).
+ * citus.h -- what a relation is to Citus, read from the catalog (detect.c).
  *
  * scd2 never links against Citus and reads nothing of it unless the
  * citus extension exists (the load calls no Citus function): where

@@ -1,10 +1,10 @@
 /*
- * citus.c -- Citus detection from the catalog, in one place (the load's
+ * detect.c -- Citus detection from the catalog, in one place (the load's
  * write step, the as-of lookup): whether the citus extension is installed
  * in this database, and how a relation is distributed.  Reads
  * pg_catalog.pg_dist_partition directly, by column name; needs no Citus
  * header or library, and reads nothing when Citus is not installed.  (The
- * one Citus function scd2 calls, shard_name(), is citus_shards.c's, for
+ * one Citus function scd2 calls, shard_name(), is shards.c's, for
  * the as-of lookup's shard, and only where Citus is installed.)
  */
 #include "postgres.h"

@@ -1,8 +1,8 @@
 /*
- * citus_shards.c -- where a Citus table's shards are and which of them
+ * shards.c -- where a Citus table's shards are and which of them
  * have a placement on this node, for scd2.asof; without linking against
  * Citus and without calling it when it is not installed.  How a table is
- * distributed is citus.c's (one reader of pg_dist_partition).
+ * distributed is detect.c's (one reader of pg_dist_partition).
  *
  * Citus 11+ keeps its metadata on every node with metadata (the
  * coordinator and, synced, every worker): pg_dist_partition (how a table

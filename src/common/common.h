@@ -1,5 +1,5 @@
 /*
- * common/common.h -- what the common folder offers every other: the one way
+ * common.h -- what the common folder offers every other: the one way
  * a statement runs (exec.c), the snapshot check (snapshot_check.c), small
  * helpers (util.c) and the builders of generated SQL (sqlbuild.c).
  */

@@ -26,7 +26,7 @@
  * The SPI calls themselves are static in this file; the rest of scd2 has no
  * other way to run a statement on user data.  test/security_matrix/run.sh
  * fails when another file calls SPI_execute*, SPI_prepare* or
- * SPI_cursor_open, except those it lists: load_convert.c (the load's
+ * SPI_cursor_open, except those it lists: load/convert.c (the load's
  * conversion checks, in subtransactions, which call
  * scd2_exec_require_owner first) and the reads of scd2's registry and of
  * Citus' catalog, and asof on Citus, which read as the caller.
@@ -193,8 +193,8 @@ params_of(int nargs, const Oid *argtypes, const Datum *values)
 
 /*
  * A query on user data whose rows go to dest instead of SPI's tuple table
- * (a receiver that works on them as they come: extract_stream.c's
- * streaming comparison, classify_copies.c's copies of the fast path's
+ * (a receiver that works on them as they come: load/extract_stream.c's
+ * streaming comparison, load/classify_copies.c's copies of the fast path's
  * rows), as scd2_exec_user runs a statement: in the owner
  * context, restricted, with snap (its command id advanced past the
  * statements before, as SPI_execute_snapshot does) and a nest level of its

@@ -1,5 +1,5 @@
 /*
- * fn_not_distinct.c -- scd2._not_distinct(VARIADIC "any"): whether every
+ * not_distinct.c -- scd2._not_distinct(VARIADIC "any"): whether every
  * pair of its arguments, (a1, b1), (a2, b2), ..., is NOT DISTINCT by its
  * type's default equality -- the comparison of a staged row's tracked or
  * Type 1 columns with its key's current version that every load makes
@@ -9,7 +9,7 @@
  *   CASE WHEN a IS NULL OR b IS NULL THEN a IS NULL AND b IS NULL
  *        ELSE a = b END
  * over the pairs, with = the type's default equality operator (the type
- * cache's, as config.c records it) under b's collation: false when a pair
+ * cache's, as catalog/config.c records it) under b's collation: false when a pair
  * differs, else NULL when an operator gave NULL, else true.  Two values
  * with the same bytes are equal without a call of the operator: an
  * equality operator of a btree or hash operator class is reflexive (1.0
@@ -24,7 +24,7 @@
  * It runs inside the statement that calls it, i.e. as the dimension's
  * owner in the load's security-restricted operation; the operators it
  * calls are the ones the SQL form named.  Only columns whose equality
- * function is parallel safe are compared through it (config.c), so it is
+ * function is parallel safe are compared through it (catalog/config.c), so it is
  * PARALLEL SAFE; and no row-typed column, since the SQL form's IS NULL is
  * true of a row whose fields are all NULL, which this NULL test is not.
  */

@@ -1,7 +1,7 @@
 /*
- * fn_repeats.c -- the aggregate scd2._repeats(anyelement): how many
+ * repeats.c -- the aggregate scd2._repeats(anyelement): how many
  * non-NULL values an earlier row already had, i.e. count(x) -
- * count(DISTINCT x).  A load's validation (load_validate.c) asks it of a
+ * count(DISTINCT x).  A load's validation (load/validate.c) asks it of a
  * one-column business key, to learn whether some key has several staging
  * rows.
  *

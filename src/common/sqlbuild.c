@@ -19,7 +19,7 @@
 /*
  * Internal names.  Every column the generated SQL adds to a relation of its
  * own (the work tables, the normalised staging, the CTEs and subqueries)
- * is written in the templates (load_*.c, worktable.c) as "`_name" and
+ * is written in the templates (load_*.c, load/worktable.c) as "`_name" and
  * expands to the load's prefix followed by "_name" (cfg->px, "scd2"
  * unless a user column starts with "scd2_"; scd2_choose_internal_prefix
  * below picks one no column of the dimension or the staging table starts
@@ -110,7 +110,7 @@ in_not_distinct(const Scd2Config *cfg, const Scd2Column *col)
 /*
  * AND of NULL-safe equalities a.c_i = b._<tag>i (positional partner).  The
  * columns whose equality is a parallel-safe function are compared in one
- * call of scd2._not_distinct (per 50 columns: a call takes FUNC_MAX_ARGS) (fn_not_distinct.c: the same result as
+ * call of scd2._not_distinct (per 50 columns: a call takes FUNC_MAX_ARGS) (not_distinct.c: the same result as
  * append_eq's CASE, at a fraction of its cost per row); the others (no
  * equality operator, one PostgreSQL may not run in a worker, or a row
  * type, whose IS NULL is true of a row of NULL fields) each by
@@ -192,7 +192,7 @@ equality_is_identity(const Scd2Column *col)
  * (none of those when known_equal: the caller has compared them by
  * equality already), else equal text forms compared byte by byte -- what
  * the arrival memory would keep of each as the text of its state
- * (load_classify.c's observations).
+ * (load/classify.c's observations).
  */
 void
 scd2_append_identical_positional(StringInfo buf, const Scd2Config *cfg, const Scd2Column *cols,
@@ -392,8 +392,8 @@ scd2_keys_cheap_prefix(const Scd2Config *cfg)
 /*
  * What an update copy (alias s) writes into its target row (alias t):
  * "[valid_from = ..., ]valid_to = ..., is_current = ..., type1 = ..." --
- * the MERGE's UPDATE (load_write.c) and the closes of the write step on
- * Citus (load_citus.c).  An order-free load (load_arrival.c) may move a
+ * the MERGE's UPDATE (load/write.c) and the closes of the write step on
+ * Citus (load/citus_load.c).  An order-free load (load/arrival.c) may move a
  * version's valid_from earlier ('extend'): its updates set it too (the
  * target is still matched on its old valid_from, `_tvf).
  */
@@ -412,7 +412,7 @@ scd2_append_update_set(StringInfo buf, const Scd2Config *cfg, bool moves)
 
 /*
  * "(keys, payload, valid_from, valid_to[, is_current])": what an insert
- * writes (load_write.c's MERGE, load_citus.c's inserts).
+ * writes (load/write.c's MERGE, load/citus_load.c's inserts).
  */
 void
 scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, Oid sk_seq)

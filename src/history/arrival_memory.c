@@ -2,10 +2,10 @@
  * arrival_memory.c -- scd2.arrival_memory: the events of an order-free
  * dimension that its versions do not show (a no-op observation, a delete
  * of a key that was already absent), kept for later, earlier-dated events
- * (load_arrival.c recomputes a key from its versions and these).
+ * (load/arrival.c recomputes a key from its versions and these).
  *
  * Every statement here runs as the extension owner and touches only scd2's
- * own tables and the memory's work tables (arrival.h), which the extension
+ * own tables and the memory's work tables (history.h), which the extension
  * owner creates: the business keys, instants and states in them were
  * computed by the load as the dimension's owner (jsonb of the keys, text
  * forms of the values), so nothing here calls a function a user can
@@ -17,7 +17,7 @@
  * remembers instead, so a revert of that run deletes its rows and brings
  * back the ones it dropped (scd2_arrival_memory_undo).  Rows leave the
  * table through scd2.prune_arrival_memory, and when their dimension is
- * dropped (registry.c, forget_dropped_memory).
+ * dropped (catalog/dimensions.c, forget_dropped_memory).
  */
 #include "scd2.h"
 
@@ -133,7 +133,7 @@ scd2_arrival_memory_prepare_store(void)
 
 /*
  * The same for the recall's work tables, which only a load that
- * recomputes keys needs (load_arrival.c).
+ * recomputes keys needs (load/arrival.c).
  */
 void
 scd2_arrival_memory_prepare_recall(void)
@@ -165,7 +165,7 @@ scd2_arrival_memory_prepare_recall(void)
  * (the load's earliest staged instant).  When it does not -- in-order
  * events, every remembered one older than the batch -- no staged key has
  * a remembered event its load must see, and the load's simple keys take
- * the fast path (load_arrival.c).  A scan of arrival_memory_effective_idx
+ * the fast path (load/arrival.c).  A scan of arrival_memory_effective_idx
  * from since on: the later events of every order-free dimension, usually
  * none (or, on statistics that take this dimension for a small one, of
  * its part of arrival_memory_key_idx).
@@ -216,7 +216,7 @@ scd2_arrival_memory_recall(Oid dim_oid)
  * such instant on (arrival_memory_key_idx: the dimension, a NULL business
  * key, the instant), unnested and matched to the versions by hash.
  * Returns how many there are: the dimension's owner then reads their
- * states from the dimension (load_arrival.c), and
+ * states from the dimension (load/arrival.c), and
  * scd2_arrival_memory_recall_observed adds them to the recalled events.
  */
 uint64
@@ -381,7 +381,7 @@ store_versions_row(Oid dim_oid, int64 run_id, const ArrivalObserved *obs, const 
 
 /*
  * After the change log: the fast path's no-op observations of versions
- * (classify_copies.c), one row per instant and ARRIVAL_VERSIONS_PER_ROW
+ * (load/classify_copies.c), one row per instant and ARRIVAL_VERSIONS_PER_ROW
  * surrogate keys, sorted -- a row of keys is rewritten whole when a later
  * load supersedes one of them, so rows stay small enough for that to be
  * cheap, and few enough to be written at a fraction of the load's cost.
@@ -418,7 +418,7 @@ scd2_arrival_memory_drop(void)
 }
 
 /*
- * Revert of run_id (fn_revert.c, for scd2.revert and scd2.rewind): what it
+ * Revert of run_id (revert.c, for scd2.revert and scd2.rewind): what it
  * remembered is forgotten, what it superseded is remembered again.
  */
 void

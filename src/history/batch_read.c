@@ -122,7 +122,7 @@ const Oid	scd2_batch_argtypes[5] = {INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAY
  * type1_images its Type 1 values now (for a revert: the run changed none
  * and it is the newest run), else NULL (unchanged by the run).  The rows
  * a later order-free load moved or removed were pinned in the batch
- * (changelog_pin.c: $4, $5, NULL at the other rows' places): their
+ * (load/batch_pin.c: $4, $5, NULL at the other rows' places): their
  * business key and valid_from are read from there, and a row a later
  * load removed from the dimension is still read.
  */
@@ -186,8 +186,8 @@ scd2_batch_require_rows(const Run *run, const char *dim_name, int64 found, const
 
 /*
  * No successful load after the run moved or removed one of its rows that
- * is not pinned in the batch (an order-free load: load_arrival.c, which
- * pins what it moves: changelog_pin.c), which would leave the row's
+ * is not pinned in the batch (an order-free load: load/arrival.c, which
+ * pins what it moves: load/batch_pin.c), which would leave the row's
  * business key and valid_from other than the run wrote them; or an error
  * naming the later run.  This holds unless the log was written otherwise
  * (by hand, or a build that did not pin).
@@ -220,7 +220,7 @@ scd2_batch_require_unmoved(const Run *run, const char *dim_name, const Scd2Batch
 
 /*
  * Run the statement sql over a batch's arrays as the dimension's owner
- * (exec.c: its security-restricted operation), text forms pinned; what: for
+ * (common/exec.c: its security-restricted operation), text forms pinned; what: for
  * the error context.  Returns the rows it read or wrote.
  */
 uint64

@@ -1,7 +1,7 @@
 /*
  * changelog.c -- the change log: what each load changed, kept so that the
- * load can be reverted (fn_revert.c) and its change feed read again
- * (fn_changes.c).
+ * load can be reverted (revert.c) and its change feed read again
+ * (changes.c).
  *
  * A load that writes (not a dry run) records, in its own transaction and
  * with one INSERT ... SELECT just before its MERGE:
@@ -18,13 +18,13 @@
  * scd2.changes reads them back by (key, valid_from), and a revert keeps
  * them in the change log before it deletes the rows.
  *
- * A first load into an empty dimension (load_first.c) writes no
+ * A first load into an empty dimension (load/first_load.c) writes no
  * scd2.change_log row at all (0.4 on): its header's first_load_rows says
  * that it inserted every row the dimension had right after it, and how
  * many.  Its revert writes the rows it deletes into scd2.change_log
  * (scd2_changelog_work_table, scd2_changelog_copy_work_rows) and clears
  * the mark; scd2.changes reads the rows from the dimension as long as the
- * run stands (changelog_compact.c).  Measured (bench/RESULTS.md): one log
+ * run stands (compact.c).  Measured (bench/RESULTS.md): one log
  * row per version made a first load of 1M rows 1.4-1.9 times as slow as
  * the same load without its change log.
  *
@@ -294,7 +294,7 @@ scd2_changelog_prepare(bool dry_run)
 /*
  * The change log's work table (LOG_TABLE), created by the extension owner,
  * with INSERT granted to role: the load's role, or the dimension's owner
- * when a revert writes a first load's rows (fn_revert.c).
+ * when a revert writes a first load's rows (revert.c).
  */
 void
 scd2_changelog_work_table(Oid role)
@@ -313,7 +313,7 @@ scd2_changelog_work_table(Oid role)
 /*
  * The whole before-image of row alias d, as an order-free load's 'extend'
  * and 'remove' rows keep it (0.4's change_log.old_row; revert inserts it
- * again, fn_revert.c): every column but a generated one, as its type's text
+ * again, revert.c): every column but a generated one, as its type's text
  * form (type1_text_sql), computed in the owner's context like every value
  * of the log.  In pieces of 40 columns (a function takes at most 100
  * arguments).
@@ -356,7 +356,7 @@ row_text_json_sql(Oid relid, const char *alias)
  * from the dimension; for an insert copy its identity only (its surrogate
  * key does not exist yet: scd2.changes reads it back).
  *
- * On Citus (load_citus.c) the log is written after the write step: the
+ * On Citus (load/citus_load.c) the log is written after the write step: the
  * before-images come from the dimension's image (cfg->dim_sql, as read
  * before the write) and the inserted rows' surrogate keys from "written",
  * where the load read the versions it wrote back (scd2.changes cannot
@@ -403,7 +403,7 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 					   " NULL::pg_catalog.timestamptz, NULL::pg_catalog.bool, NULL::pg_catalog.jsonb, NULL::pg_catalog.jsonb"
 					   " FROM %s c"),
 					 written && cfg->sk ? psprintf("CAST(w.%s AS pg_catalog.int8)", cfg->sk) :
-					 /* the keys an order-free load drew (load.c), or NULL */
+					 /* the keys an order-free load drew (load/driver.c), or NULL */
 					 cfg->order_free && cfg->sk ? X("c.`_sk") : "NULL::pg_catalog.int8",
 					 keys, encode_sql(cfg->vf.typid, X("c.`_vf")), encode_sql(cfg->vf.typid, X("c.`_vt")), chg);
 	if (written && cfg->sk)
@@ -417,7 +417,7 @@ scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written)
 }
 
 /*
- * The same after the first load into an empty dimension (load_first.c),
+ * The same after the first load into an empty dimension (load/first_load.c),
  * which writes no change table: one row per row of the dimension -- every
  * one of them was inserted by this load, as a current version (valid_to
  * NULL in the log, as for an insert copy).
@@ -524,7 +524,7 @@ scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inse
 
 /*
  * Whether the installed extension can log a batch by surrogate keys
- * (0.4's scd2.change_log_batches; changelog_batch.c).
+ * (0.4's scd2.change_log_batches; load/batch_log.c).
  */
 bool
 scd2_changelog_batch_installed(void)
@@ -533,7 +533,7 @@ scd2_changelog_batch_installed(void)
 }
 
 /*
- * The change log of a batch logged by surrogate keys (changelog_batch.c):
+ * The change log of a batch logged by surrogate keys (load/batch_log.c):
  * the header, and one scd2.change_log_batches row with the three arrays
  * the load computed (surrogate keys, "char" actions, valid_to as logged),
  * as the extension owner.  The work table goes unused.  Returns the run id.
@@ -584,7 +584,7 @@ scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols, const cha
 
 /*
  * The surrogate keys of the versions an order-free load inserted
- * (load.c, after its MERGE), into LOG_TABLE: computed by the load as the
+ * (load/driver.c, after its MERGE), into LOG_TABLE: computed by the load as the
  * dimension's owner from the change table's insert copies and the
  * dimension, by (key, valid_from) right after the write.  scd2.changes
  * would otherwise look them up by (key, valid_from) when asked, which a

@@ -1,5 +1,5 @@
 /*
- * fn_changes.c -- reading and pruning the change log (changelog.c writes it):
+ * changes.c -- reading and pruning the change log (changelog.c writes it):
  *   scd2.changes(run_id)                 a past run's change feed;
  *   scd2.prune_change_log(older_than, dimension)
  *                                        explicit retention.
@@ -9,7 +9,7 @@
  * dimension, then read or delete as the extension owner.  The feed itself
  * (the keys read back into the dimension's types, the surrogate keys of
  * inserted rows looked up in the dimension) is built as the dimension's
- * owner in a security-restricted operation (exec.c), never as the caller:
+ * owner in a security-restricted operation (common/exec.c), never as the caller:
  * a superuser reading a run's changes runs no owner code as a superuser.
  */
 #include "scd2.h"
@@ -41,7 +41,7 @@ PG_FUNCTION_INFO_V1(scd2_prune_change_log);
 /*
  * The dimension of a run whose feed is read: it must still exist, and the
  * feed shows dimension rows, so the caller must be able to read them --
- * all of them: no row-level security applies (guard.c) -- and its
+ * all of them: no row-level security applies (catalog/guard.c) -- and its
  * registered shape must hold.
  */
 static char *
@@ -93,7 +93,7 @@ read_logged_rows(int64 run_id, Datum *arrays)
 }
 
 /*
- * The same for a run logged by surrogate keys (changelog_batch.c): its
+ * The same for a run logged by surrogate keys (load/batch_log.c): its
  * rows read back from the dimension, as the owner.
  */
 static void
@@ -126,7 +126,7 @@ read_batch_rows(const Run *run, const char *dim_name, Datum *arrays)
  * validity values in the dimension's terms (a current row's valid_to as
  * the registration stored it, current_vt), and the surrogate keys of the
  * inserted rows read back by (key, valid_from) -- or, from_log, as the
- * load logged them (a Citus dimension: load_citus.c; Citus plans no
+ * load logged them (a Citus dimension: load/citus_load.c; Citus plans no
  * correlated subquery of a distributed table under a function scan).
  */
 static char *
@@ -201,7 +201,7 @@ scd2_changes(PG_FUNCTION_ARGS)
 		elog(ERROR, "scd2: SPI_connect failed");
 	pin = scd2_pin_search_path();
 
-	/* the run, with a change log that can be read (revert_run.c) */
+	/* the run, with a change log that can be read (run.c) */
 	scd2_revert_read_run(run_id, true, &run);
 	scd2_revert_require_change_log(&run);
 
@@ -214,7 +214,7 @@ scd2_changes(PG_FUNCTION_ARGS)
 
 	if (run.first_load_rows >= 0)
 	{
-		/* a first load logged compactly: its rows from the dimension (changelog_compact.c) */
+		/* a first load logged compactly: its rows from the dimension (compact.c) */
 		scd2_compact_first_load_feed(&run, dim_name, keys, nkeys, book, sk, nsk);
 	}
 	else

@@ -1,8 +1,8 @@
 /*
- * changelog_compact.c -- the change feed of a first load logged compactly
+ * compact.c -- the change feed of a first load logged compactly
  * (changelog.c: its header's first_load_rows; scd2.change_log holds none
- * of its rows), for scd2.changes (fn_changes.c), as long as the run
- * stands (a revert writes its rows into scd2.change_log: fn_revert.c).
+ * of its rows), for scd2.changes (changes.c), as long as the run
+ * stands (a revert writes its rows into scd2.change_log: revert.c).
  *
  * The run inserted every row the dimension had right after it, each as a
  * current version.  A later load of the dimension adds versions and
@@ -24,7 +24,7 @@
  * since).
  *
  * The change log is read as the extension owner; the dimension, as its
- * owner in a security-restricted operation (exec.c), the later runs'
+ * owner in a security-restricted operation (common/exec.c), the later runs'
  * rows passed in as arrays of jsonb and timestamptz.
  */
 #include "scd2.h"
@@ -198,7 +198,7 @@ scd2_compact_first_load_feed(const Run *run, const char *dim_name, const Scd2Log
 	 * (old_row: 0.4 on), as the extension owner.
 	 */
 	lvalues[0] = later;
-	/* the rows the later loads logged by surrogate keys inserted (changelog_batch.c) */
+	/* the rows the later loads logged by surrogate keys inserted (load/batch_log.c) */
 	scd2_batch_collect(later, dim_name, true, &lvalues[1]);
 	scd2_exec_catalog("SELECT COALESCE(pg_catalog.array_agg(c.run_id) FILTER (WHERE c.inserted), '{}') OPERATOR(pg_catalog.||) $2,"
 					  "       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}') OPERATOR(pg_catalog.||) $3,"

@@ -1,5 +1,5 @@
 /*
- * history/drop_guard.c -- an uninstall that keeps the history of the loads.
+ * drop_guard.c -- an uninstall that keeps the history of the loads.
  *
  * DROP EXTENSION scd2 (with or without CASCADE, or IF EXISTS), and DROP
  * SCHEMA scd2 CASCADE, which drops the extension with its schema, would

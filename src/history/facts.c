@@ -1,5 +1,5 @@
 /*
- * history/facts.c -- scd2.rekey_facts(fact, full): the facts of a
+ * facts.c -- scd2.rekey_facts(fact, full): the facts of a
  * registered fact table (catalog/fact_tables.c) re-pointed at the version
  * valid at their time, after runs moved the dimension's history.
  *

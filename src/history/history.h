@@ -1,5 +1,5 @@
 /*
- * history/history.h -- what the history folder offers the load: the audit
+ * history.h -- what the history folder offers the load: the audit
  * row and the metrics NOTICE (audit.c), the change log's format and its
  * writes as the extension owner (changelog.c), and the arrival memory of
  * order-free dimensions (arrival_memory.c; docs/SEMANTICS.md, "Arrival
@@ -67,7 +67,7 @@
 											 * general way (never written) */
 #define WT_ACT_REMEMBER		"'remember'"	/* placeholder, order-free: an
 											 * event to remember (never
-											 * written; load_arrival.c moves
+											 * written; load/arrival.c moves
 											 * it to the memory) */
 
 
@@ -93,7 +93,7 @@
 
 /*
  * The no-op observations of a version an order-free load's fast path made
- * (classify_copies.c): the instant and the version's surrogate key of
+ * (load/classify_copies.c): the instant and the version's surrogate key of
  * each, in the load's memory context; arrival_memory.c stores them as
  * scd2.arrival_memory rows of surrogate keys.
  */

@@ -1,5 +1,5 @@
 /*
- * fn_known_at.c -- scd2._known_at_undo(dimension, known_at): what
+ * known_at.c -- scd2._known_at_undo(dimension, known_at): what
  * scd2.dimension_at(NULL::dim, at, known_at) (sql/scd2--0.4.sql) must undo,
  * in its result only, to show the dimension as the loads that finished up
  * to known_at had recorded it: from the change log of every later
@@ -7,7 +7,7 @@
  * by one of them (absent then), or else the before-image the earliest of
  * them logged (valid_to, is_current, Type 1 columns as they were).
  *
- * A later load logged by surrogate keys (changelog_batch.c) gives its rows
+ * A later load logged by surrogate keys (load/batch_log.c) gives its rows
  * as read back from the dimension, the before-images implied.
  *
  * A later load that was a first load into the empty dimension logged
@@ -18,7 +18,7 @@
  * Refused, naming the run, when a later load cannot be undone from its
  * change log (loaded with scd2.change_log = off or before 0.3, or its
  * change log pruned), or that extended or removed versions (an order-free
- * load, load_arrival.c: the undo here restores valid_to, is_current and
+ * load, load/arrival.c: the undo here restores valid_to, is_current and
  * Type 1 values only), or when a load that had finished by known_at was
  * reverted since (the rows it inserted are gone).  A load finished after
  * known_at and reverted since changed nothing that is still there.
@@ -179,7 +179,7 @@ scd2_known_at_undo(PG_FUNCTION_ARGS)
 		SPI_finish();
 		return (Datum) 0;
 	}
-	/* the rows of the runs logged by surrogate keys (changelog_batch.c) */
+	/* the rows of the runs logged by surrogate keys (load/batch_log.c) */
 	scd2_batch_collect(values[0], dim_name, false, &values[1]);
 
 	/*

@@ -1,6 +1,6 @@
 /*
- * fn_revert.c -- scd2.revert(run_id): undo one successful load exactly, from
- * its change log (changelog.c); the run is read by revert_run.c.
+ * revert.c -- scd2.revert(run_id): undo one successful load exactly, from
+ * its change log (changelog.c); the run is read by run.c.
  *
  * Order of work:
  *   1. read the run (audit row and change-log header) and refuse what
@@ -15,7 +15,7 @@
  *      dimension (the error names the later runs) -- in a REPEATABLE READ
  *      or SERIALIZABLE transaction also in the latest snapshot, and the
  *      dimension must not have changed since the transaction's snapshot
- *      (serialization_failure, snapshot_check.c); refuse when the
+ *      (serialization_failure, common/snapshot_check.c); refuse when the
  *      dimension is registered again with other key or bookkeeping
  *      columns;
  *   4. refuse when a row the run wrote is no longer as the run left it
@@ -132,7 +132,7 @@ append_source(StringInfo buf, Scd2LoggedColumn *keys, int nkeys, const Scd2Logge
 
 /*
  * Run a revert statement on the dimension; rows touched.  It runs as the
- * dimension's owner in a security-restricted operation (exec.c), as core
+ * dimension's owner in a security-restricted operation (common/exec.c), as core
  * runs REFRESH MATERIALIZED VIEW (and as a load runs): the owner's code
  * (triggers, defaults, index expressions) never runs with the rights of
  * whoever reverts, settings it makes are undone, and an error of its code
@@ -460,7 +460,7 @@ delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, co
 }
 
 /*
- * Step 4a, order-free runs (load_arrival.c): the rows the run extended are
+ * Step 4a, order-free runs (load/arrival.c): the rows the run extended are
  * deleted (found where the run left them), then they and the rows it
  * removed are written back whole from their logged before-images (each
  * column's text form, read back with its type's input, as the owner; an
@@ -616,7 +616,7 @@ revert_first_load(const Run *run, const char *dim_name, const RevertColumns *c)
 }
 
 /*
- * Step 4 of a batch logged by surrogate keys (changelog_batch.c), first:
+ * Step 4 of a batch logged by surrogate keys (load/batch_log.c), first:
  * its rows, read back from the dimension as the owner (the run is the
  * newest: the Type 1 values now are the ones it found), into
  * scd2.change_log, as the change log of any other run keeps them; the
@@ -646,7 +646,7 @@ write_batch_rows(const Run *run, const char *dim_name)
 
 /*
  * Step 4 of one run, for scd2.revert and for each run scd2.rewind undoes
- * (fn_rewind.c): the caller has checked the privileges, holds the lock,
+ * (rewind.c): the caller has checked the privileges, holds the lock,
  * and has refused what cannot be reverted; the run is the newest
  * successful load of its dimension.
  */

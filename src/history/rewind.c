@@ -1,9 +1,9 @@
 /*
- * fn_rewind.c -- scd2.rewind(dimension, to_run) and scd2.rewind(dimension,
+ * rewind.c -- scd2.rewind(dimension, to_run) and scd2.rewind(dimension,
  * to_time): undo, in one transaction, every successful load of a
  * dimension after a run (or after the last load that finished at or
  * before an instant), newest first, each exactly as scd2.revert undoes
- * it -- with revert's own code (fn_revert.c, revert_run.c), so every
+ * it -- with revert's own code (revert.c, run.c), so every
  * refusal of revert is a refusal of rewind.
  *
  * Order of work:

@@ -1,6 +1,6 @@
 /*
- * revert_run.c -- what scd2.revert reads before it writes (fn_revert.c),
- * and scd2.changes (fn_changes.c) too:
+ * run.c -- what scd2.revert reads before it writes (revert.c),
+ * and scd2.changes (changes.c) too:
  * the run (its audit row and change-log header), the refusals (unknown,
  * failed, dry, already reverted, no or pruned change log, not the newest
  * load), and the run's change log itself.
@@ -88,7 +88,7 @@ scd2_revert_read_run(int64 run_id, bool read_only, Run *run)
 	run->dropped_at = SPI_getvalue(tup, desc, 16);
 	run->old_type1_text = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull));
 	run->first_load_rows = DatumGetInt64(SPI_getbinval(tup, desc, 18, &isnull));
-	/* logged by surrogate keys (0.4, changelog_batch.c) */
+	/* logged by surrogate keys (0.4, load/batch_log.c) */
 	if (scd2_changelog_batch_installed())
 	{
 		(void) scd2_exec_catalog("SELECT EXISTS (SELECT FROM scd2.change_log_batches b"
@@ -286,7 +286,7 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 		"       pg_catalog.count(*) FILTER (WHERE c.r IS NOT NULL)"
 		"  FROM (SELECT c0.*, NULLIF(pg_catalog.to_jsonb(c0) OPERATOR(pg_catalog.->) 'old_row', 'null') AS r"
 		"          FROM scd2.change_log c0 WHERE c0.run_id OPERATOR(pg_catalog.=) $1) c",
-		/* not read-only: it sees the rows a batch's revert just wrote (fn_revert.c) */
+		/* not read-only: it sees the rows a batch's revert just wrote (revert.c) */
 		1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the change log");
 	for (int i = 0; i < 13; i++)
 		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),

@@ -1,6 +1,6 @@
 /*
- * revert.h -- what the files of scd2.revert share (fn_revert.c, revert_run.c),
- * and scd2.rewind (fn_rewind.c), which undoes runs with revert's code.
+ * runs.h -- what the files of scd2.revert share (revert.c, run.c),
+ * and scd2.rewind (rewind.c), which undoes runs with revert's code.
  */
 #ifndef SCD2_REVERT_H
 #define SCD2_REVERT_H
@@ -35,7 +35,7 @@ typedef struct Run
 									 * inserted, every row of the dimension right after it;
 									 * -1: its rows are in scd2.change_log */
 	bool		batch;			/* logged by surrogate keys (0.4,
-								 * changelog_batch.c) */
+								 * load/batch_log.c) */
 } Run;
 
 /* What revert reads of a run's change log, as arrays. */
@@ -62,7 +62,7 @@ typedef struct Logged
 	Datum		rs_rows;		/* jsonb[]: each row's columns as text forms */
 } Logged;
 
-/* revert_run.c */
+/* run.c */
 extern void scd2_revert_read_run(int64 run_id, bool read_only, Run *run);
 extern void scd2_revert_require_change_log(const Run *run);
 extern void scd2_revert_require_revertible(const Run *run);
@@ -113,13 +113,13 @@ SCD2_NORETURN_PRE extern void scd2_report_run_rows_changed(const char *dim_name,
 	"          OPERATOR(pg_catalog.=) CAST($1::pg_catalog.regclass AS pg_catalog.text)" \
 	"     ELSE " a ".dimension OPERATOR(pg_catalog.=) $2 END"
 
-/* changelog_compact.c */
+/* compact.c */
 extern void scd2_compact_first_load_feed(const Run *run, const char *dim_name,
 										 const Scd2LoggedColumn *keys, int nkeys,
 										 const Scd2LoggedColumn *book, const Scd2LoggedColumn *sk,
 										 int nsk);
 
-/* changelog_batch.c: a batch logged by surrogate keys (its arrays) */
+/* load/batch_log.c: a batch logged by surrogate keys (its arrays) */
 typedef struct Scd2BatchLog
 {
 	int64		n;				/* rows the run wrote */
@@ -146,7 +146,7 @@ extern uint64 scd2_batch_exec(const Run *run, const char *dim_name, const char *
 							  const Scd2BatchLog *b, bool read_only, int expected,
 							  const char *what);
 
-/* fn_revert.c: one run's undo, for scd2.rewind */
+/* revert.c: one run's undo, for scd2.rewind */
 extern void scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted,
 							 int64 *restored);
 extern void scd2_revert_check_privileges(Oid dim_oid, const char *dim_name);

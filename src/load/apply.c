@@ -1,5 +1,5 @@
 /*
- * load/apply.c -- CALL scd2.apply(staging, dimension[, effective_at]) and
+ * apply.c -- CALL scd2.apply(staging, dimension[, effective_at]) and
  * CALL scd2.apply(staging, dimension, effective_at, run_id): one load for
  * psql, PL/pgSQL, dbt and pg_cron.
  *

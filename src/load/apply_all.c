@@ -1,5 +1,5 @@
 /*
- * fn_apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
+ * apply_all.c -- CALL scd2.apply_all(effective_at): load every registered
  * dimension from its registered default staging table, for one scheduled
  * job (pg_cron).
  *

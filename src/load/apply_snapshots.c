@@ -1,5 +1,5 @@
 /*
- * fn_apply_snapshots.c -- CALL scd2.apply_snapshots(staging, dimension,
+ * apply_snapshots.c -- CALL scd2.apply_snapshots(staging, dimension,
  * snapshot_column): a staging table holding many full extracts, each row
  * tagged with its extract's time, applied as one snapshot-mode load per
  * extract, in ascending order, in one call and one transaction.
@@ -20,7 +20,7 @@
  *     again changes nothing (it is counted as unchanged); a key the
  *     extract before had and this one lacks gets a delete marker; the load
  *     is incremental, with those markers and the registered delete marker
- *     as its delete marker (load.c, use_extract).
+ *     as its delete marker (driver.c, use_extract).
  * The rows to load are then fetched again (fill_extracts), by ctid (TID
  * scans) from a plain table, else by key and extract, all reads of the
  * staging table in one snapshot.  Each load is scd2_run_load, with its

@@ -1,5 +1,5 @@
 /*
- * load_arrival.c -- step 4 of a load of an order-free dimension (register's
+ * arrival.c -- step 4 of a load of an order-free dimension (register's
  * order_free): the change set from the set of events, whatever their
  * batching and arrival order (docs/SEMANTICS.md, "Arrival order").
  *
@@ -9,7 +9,7 @@
  *     started before m) and every one starting at or after m, each an
  *     event at its valid_from with its state;
  *   - the gaps after them: a delete at a valid_to no version starts at;
- *   - the events it remembers (arrival_memory.c) from m on;
+ *   - the events it remembers (history/arrival_memory.c) from m on;
  *   - the staged rows (exact duplicates collapse; a delete's values are
  *     ignored).
  * At one instant a delete wins; present events must agree on the tracked
@@ -27,16 +27,16 @@
  * That is the general way.  When the memory holds nothing as late as the
  * earliest staged event (in-order events), a key with one staging row
  * after every boundary of its history is classified on the fast path
- * instead, as for any dimension (load_classify.c): its row closes or opens
+ * instead, as for any dimension (classify.c): its row closes or opens
  * a version, or changes nothing and is remembered (a no-op observation, a
  * delete of an absent key) -- exactly what the recompute would give it,
  * at the default path's cost plus the memory's writes.
  *
  * All of it runs as the dimension's owner through the load's statement
- * runner (load.c); the memory is read and written by the extension owner
- * (arrival_memory.c) through work tables it owns.  On Citus the same
+ * runner (driver.c); the memory is read and written by the extension owner
+ * (history/arrival_memory.c) through work tables it owns.  On Citus the same
  * statements read the load's local images of the staging rows and of the
- * staged keys' versions (cfg->stg_sql / dim_sql, load_citus.c), and the
+ * staged keys' versions (cfg->stg_sql / dim_sql, citus_load.c), and the
  * memory is a table of the coordinator.
  */
 #include "scd2.h"
@@ -556,7 +556,7 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 }
 
 /*
- * The table of the events the load remembers (arrival_memory.c), once,
+ * The table of the events the load remembers (history/arrival_memory.c), once,
  * created outside the restriction: only a load that has such events
  * needs it (an in-order load whose unchanged rows are all observations
  * of versions has none).
@@ -576,7 +576,7 @@ prepare_remember(LoadState *st)
  * Step 4 of an order-free load.  When the memory holds nothing as late as
  * the earliest staged event (in-order events), the fast path classifies
  * every key with one staging row after its history, as for any dimension
- * (load_classify.c): what it finds unchanged, or deleted while absent, is
+ * (classify.c): what it finds unchanged, or deleted while absent, is
  * remembered; the rest (several rows, a row at or before an existing
  * version's boundary) is recomputed.  Otherwise every staged key is
  * recomputed: a remembered event may split any of them.

@@ -46,7 +46,7 @@
  *
  * Security (docs/SECURITY.md): the change table is read, the keys drawn
  * and the dimension read back as the dimension's owner (the load's
- * security-restricted operation, or exec.c's for a reader); the extension
+ * security-restricted operation, or common/exec.c's for a reader); the extension
  * owner writes only the arrays, of bigint, "char" and timestamptz.
  */
 #include "scd2.h"
@@ -93,7 +93,7 @@ has_before_insert_trigger(Relation rel)
  * (the file's comment: what makes a load eligible, before its change
  * table is read), or InvalidOid.  Called as the dimension's owner, before
  * the classification: the fast path's insert copies draw their keys
- * (load_classify.c), the MERGE the other insert copies' (load_write.c), in
+ * (classify.c), the MERGE the other insert copies' (write.c), in
  * the order the MERGE alone drew them before, so a load that is not
  * logged by surrogate keys gives its versions the same keys as without.
  */

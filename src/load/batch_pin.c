@@ -1,7 +1,7 @@
 /*
- * changelog_pin.c -- before an order-free load moves a version's
+ * batch_pin.c -- before an order-free load moves a version's
  * valid_from ('extend') or removes a version ('remove'), the batches that
- * logged that version by surrogate key (changelog_batch.c) get its
+ * logged that version by surrogate key (batch_log.c) get its
  * business key and valid_from as they were, which the readers of a batch
  * would otherwise read back from the dimension, where they no longer are.
  *
@@ -259,7 +259,7 @@ pin_batch(int64 run_id, HTAB *moved, MemoryContext cxt)
 
 /*
  * Before the change log and the write of an order-free load that moves
- * or removes versions (load.c, SCD2_LOAD_MOVES), whether or not it logs
+ * or removes versions (driver.c, SCD2_LOAD_MOVES), whether or not it logs
  * itself: pin them in the batches of the dimension that logged them.
  *
  * Each batch is read with a snapshot taken then (not the statement's,

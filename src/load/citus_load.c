@@ -1,6 +1,6 @@
 /*
- * load_citus.c -- a load whose dimension or staging table is a Citus
- * table (citus.c tells): the same steps as on PostgreSQL, with two
+ * citus_load.c -- a load whose dimension or staging table is a Citus
+ * table (citus/detect.c tells): the same steps as on PostgreSQL, with two
  * differences, both chosen here from the catalog at load time.
  *
  *   Reads.  Citus plans a join of a distributed or reference table with
@@ -23,7 +23,7 @@
  *   the change table, which Citus ships to the workers; a reference
  *   dimension refuses a local table in UPDATE ... FROM, so its closes come
  *   as arrays (one parameter per column, unnest).  An order-free load
- *   (load_arrival.c) first deletes the versions it supersedes ('remove'
+ *   (arrival.c) first deletes the versions it supersedes ('remove'
  *   copies, the same two ways) and its UPDATE also sets valid_from (an
  *   'extend' copy moves it earlier).  The processed counts
  *   must add up to the classified writes, as the MERGE's must.
@@ -236,7 +236,7 @@ append_close_cols(StringInfo buf, const Scd2Config *cfg, const char *agg)
 /*
  * The update copies the UPDATE writes (closes, shortenings, Type 1 and,
  * order-free, extensions), and those the DELETE writes (an order-free
- * load's superseded versions, load_arrival.c), as conditions on alias s.
+ * load's superseded versions, arrival.c), as conditions on alias s.
  */
 #define CLOSE_COPIES	"s.`_tvf IS NOT NULL AND s.`_action <> " WT_ACT_REMOVE
 #define REMOVE_COPIES	"s.`_tvf IS NOT NULL AND s.`_action = " WT_ACT_REMOVE
@@ -359,7 +359,7 @@ write_step(LoadState *st, const CitusWriteStep *step)
  * Step 5 on Citus: the closes, then the new versions.  When the caller
  * wants the change feed, or the change log is kept, the written versions
  * are read back into the dimension's image, where scd2_read_feed and the
- * change log (written after this, changelog.c) find their surrogate keys.
+ * change log (written after this, history/changelog.c) find their surrogate keys.
  * Returns false: the feed is read afterwards, as before PostgreSQL 17.
  */
 bool
@@ -372,7 +372,7 @@ scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed)
 	/*
 	 * An order-free load's superseded versions go first, so that no
 	 * version it moves or opens meets one in the unique indexes (as in the
-	 * MERGE, load_write.c).
+	 * MERGE, write.c).
 	 */
 	written = cfg->order_free ? write_step(st, &remove_step) : 0;
 	written += write_step(st, &close_step);

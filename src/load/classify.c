@@ -1,10 +1,10 @@
 /*
- * load_classify.c -- step 4 of a load: the change set.  The fast path
+ * classify.c -- step 4 of a load: the change set.  The fast path
  * classifies every key with one in-order staging row in one statement
  * (new, change, type1, delete, return, unchanged), whose rows
  * classify_copies.c writes into the change table as it reads them; keys
  * with several rows, a late row, or a row at the very instant an existing
- * version starts are "complex" and go the general way (load_timeline.c).
+ * version starts are "complex" and go the general way (timeline.c).
  */
 #include "scd2.h"
 
@@ -86,7 +86,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe, bool 
 	/*
 	 * An order-free dimension (of = true) also classifies the rows that
 	 * change nothing but must be remembered (FC_NOOP: the no-op
-	 * observations and the deletes of absent keys; load_arrival.c moves
+	 * observations and the deletes of absent keys; arrival.c moves
 	 * them to the memory), and sends a present row at the very instant its
 	 * key's last version ended (a delete there wins) the general way.  With
 	 * observe, a no-op observation identical to its current version is
@@ -127,7 +127,7 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe, bool 
 		 * Identical to the current version, the other columns too -- but
 		 * for a column that keeps the effective time, which must hold the
 		 * row's instant (the memory gives the observation that value back:
-		 * load_arrival.c, sql_observed_states).
+		 * arrival.c, sql_observed_states).
 		 */
 		int			instant = scd2_instant_column(cfg);
 
@@ -212,8 +212,8 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe, bool 
  * Whether the fast path's staging rows are sorted by fast_path_plan.c's
  * hook, under probes that may run in parallel, instead of by a sorted
  * subquery under serial probes: when the probes are forced (the staging
- * rows fewer than half the dimension's, load_exec.c), the staging is a
- * plain table (never the dimension: config.c refuses that), scanned as it
+ * rows fewer than half the dimension's, runner.c), the staging is a
+ * plain table (never the dimension: catalog/config.c refuses that), scanned as it
  * is (its key's sorted columns not cast, no timestamp detection), neither
  * table is on Citus (whose planner plans its tables), and the rows are not
  * first counted per key.
@@ -329,7 +329,7 @@ scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *o
 /*
  * Step 4: the change set.  The fast path classifies the simple keys, a
  * snapshot closes the keys it lacks, and the general path
- * (load_timeline.c) handles every complex key.  *cc gets the counts the
+ * (timeline.c) handles every complex key.  *cc gets the counts the
  * metrics need.
  */
 void

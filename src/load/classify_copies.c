@@ -1,5 +1,5 @@
 /*
- * classify_copies.c -- the fast path's classified rows (load_classify.c)
+ * classify_copies.c -- the fast path's classified rows (classify.c)
  * into the change table, through a receiver: one staging row, classified
  * against its key's current version, becomes its copies -- the update copy
  * that closes, deletes or updates the version, the insert copy of its new
@@ -7,7 +7,7 @@
  * remembers -- or, an order-free load's no-op observation of a version (a
  * staged row whose tracked, Type 1 and other columns all equal its key's
  * current version, at a later instant), an (instant, surrogate key) pair
- * kept in memory: arrival_memory.c stores them compactly after the change
+ * kept in memory: history/arrival_memory.c stores them compactly after the change
  * log, one scd2.arrival_memory row per instant (and chunk).
  *
  * The copies are made here, in C, and not by the query: expanding each row

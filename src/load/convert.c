@@ -1,5 +1,5 @@
 /*
- * load_convert.c -- step 3 of a load, continued: every staging value whose
+ * convert.c -- step 3 of a load, continued: every staging value whose
  * conversion to the dimension's type can fail or lose data is checked
  * before the load, and the first one that does not fit is reported with
  * its key (a value is never cut or rounded silently).

@@ -1,5 +1,5 @@
 /*
- * load.c -- one load of a staging table into a registered dimension.
+ * driver.c -- one load of a staging table into a registered dimension.
  *
  * Order of work:
  *   1. check the caller's privileges, lock the dimension (SHARE ROW
@@ -13,21 +13,21 @@
  *      staging table is either wholly in this load or wholly not);
  *   3. validate the staging rows (NULL keys, NULL effective times);
  *   4. build the change set: the fast path for keys with one in-order row,
- *      the general timeline path for the rest (load_classify.c,
- *      load_timeline.c);
+ *      the general timeline path for the rest (classify.c,
+ *      timeline.c);
  *   5. count it (and refuse a load that would close more current keys
  *      than the registered max_close_fraction allows), then write it with ONE MERGE whose processed count must
  *      equal the classified writes (on Citus: closes + inserts, and the
- *      reads go to local images; load_citus.c);
+ *      reads go to local images; citus_load.c);
  *   6. read the change feed back if the caller wants it.
  * A first load into an empty dimension does 4-6 its own way, with one
- * INSERT and the indexes built afterwards (load_first.c).
+ * INSERT and the indexes built afterwards (first_load.c).
  * Any error rolls back everything the load did.
  *
  * The caller is connected to SPI.  scd2_run_load, first below, is the
  * load; the functions after it are its stages in that order, then the
  * refusals they raise.  Every step runs its statements through
- * load_exec.c and calls nothing here.
+ * runner.c and calls nothing here.
  */
 #include "scd2.h"
 
@@ -84,7 +84,7 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	several = validate(req, &st, m);
 
 	/*
-	 * 4-6 of a first load into an empty dimension (load_first.c): every
+	 * 4-6 of a first load into an empty dimension (first_load.c): every
 	 * row is a new key, written by one INSERT without a change table.
 	 */
 	if (!st.cfg->order_free && scd2_first_load_applies(&st, req->dry_run, several))
@@ -126,7 +126,7 @@ become_owner(const Scd2LoadRequest *req, OwnerContext *oc)
 						"The load waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s, "
 						"which another load (or a statement that locks the table) holds; nothing was loaded.");
 
-	/* no row-level security the load would bypass (guard.c), under the lock */
+	/* no row-level security the load would bypass (catalog/guard.c), under the lock */
 	scd2_refuse_row_security(req->dim_oid, scd2_relation_owner(req->dim_oid), "dimension", "A load");
 	scd2_refuse_row_security(req->stg_oid, scd2_relation_owner(req->dim_oid), "staging table", "A load");
 	/* no staging view of a role the owner does not trust (trust.c) */
@@ -158,7 +158,7 @@ open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerC
 	 * PostgreSQL 15, and saved nothing.
 	 */
 	scd2_set_local("jit", "off");
-	/* the registration, read once and its shape checked (config.c) */
+	/* the registration, read once and its shape checked (catalog/config.c) */
 	reg = scd2_load_registration(req->dim_oid, req->stg_oid, dim_name);
 	/* on_schema_change: the staging table's shape (schema.c) */
 	added = scd2_schema_evolve(req, reg, dim_name, oc, &res->schema_note);
@@ -226,11 +226,11 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	int64		total_changes;
 	bool		fed = false;
 
-	/* 4. (a load that may log by surrogate keys draws them: changelog_batch.c) */
+	/* 4. (a load that may log by surrogate keys draws them: batch_log.c) */
 	st->sk_seq = scd2_batch_sequence(st, req->dry_run);
 	scd2_progress_phase(SCD2_PROGRESS_CLASSIFYING, 0, m->source_rows, -1, -1);
 	if (cfg->order_free)
-		scd2_arrival_classify(st, several, &cc);	/* load_arrival.c */
+		scd2_arrival_classify(st, several, &cc);	/* arrival.c */
 	else
 		scd2_classify(st, several, &cc);
 
@@ -246,9 +246,9 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 		scd2_batch_pin_moved(st);
 
 	/*
-	 * the change log (changelog.c): before-images of what the MERGE
+	 * the change log (history/changelog.c): before-images of what the MERGE
 	 * changes; on Citus after the closes and inserts, with the surrogate
-	 * keys they gave (load_citus.c)
+	 * keys they gave (citus_load.c)
 	 */
 	if (st->citus != SCD2_CITUS_NONE)
 	{
@@ -268,7 +268,7 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	{
 		if (cfg->order_free && !req->dry_run)
 			scd2_arrival_draw_keys(st);
-		/* by surrogate keys when the batch allows (changelog_batch.c) */
+		/* by surrogate keys when the batch allows (batch_log.c) */
 		if (!req->dry_run && !scd2_load_record_batch_log(st))
 			scd2_load_record_change_log(st, scd2_changelog_sql(cfg, CHG_TABLE, NULL), true);
 		if (cfg->order_free)

@@ -1,5 +1,5 @@
 /*
- * load_explain.c -- the plan a statement of a load runs with, on request.
+ * explain.c -- the plan a statement of a load runs with, on request.
  *
  * A load's statements run through SPI inside a procedure, where EXPLAIN
  * cannot reach them, and auto_explain is rarely loaded.  The setting

@@ -6,7 +6,7 @@
  * decides each row once the key's next row, or the end, shows whether it
  * was the key's only row of its extract and whether the next extract has
  * the key.  The decisions are those of the window functions of
- * fn_apply_snapshots.c (compare_extracts), which sort every staging row by
+ * apply_snapshots.c (compare_extracts), which sort every staging row by
  * key and extract -- at work_mem 4MB an external sort of 3,000,000 rows,
  * the larger part of the call's time -- and stay the way when this pass
  * cannot be used:

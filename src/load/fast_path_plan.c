@@ -1,5 +1,5 @@
 /*
- * fast_path_plan.c -- the plan of the fast path's probes (load_classify.c):
+ * fast_path_plan.c -- the plan of the fast path's probes (classify.c):
  * the staging rows sorted by key under the nested loop that probes the
  * current-row index, serial or in parallel.
  *
@@ -65,7 +65,7 @@ pathkeys_of_rel(List *pathkeys, RelOptInfo *rel)
 
 /*
  * The staging table is read whole, whatever enable_seqscan says: the load
- * turns sequential scans off for the dimension's sake (load_exec.c,
+ * turns sequential scans off for the dimension's sake (runner.c,
  * force_probing).  Before 18 that adds disable_cost to the staging scan's
  * path, serial and partial alike, and the serial and the parallel plans
  * then cost the same within the planner's fuzz, where the serial one wins

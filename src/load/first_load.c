@@ -1,5 +1,5 @@
 /*
- * load_first.c -- the first load into an empty dimension.
+ * first_load.c -- the first load into an empty dimension.
  *
  * When the dimension has no rows (checked under the load's SHARE ROW
  * EXCLUSIVE lock, which no writer of the table gets past) and every
@@ -21,7 +21,7 @@
  * marker is set opens nothing and counts as unchanged), metrics, audit
  * row and change feed.  The change log is the run's header alone, which
  * says that the run inserted every row the dimension has right after it
- * (changelog.c; one insert row per version, written from the dimension
+ * (history/changelog.c; one insert row per version, written from the dimension
  * after the insert, while the extension is still at 0.3); revert,
  * scd2.changes and dimension_at(..., known_at) give what the general
  * path's change log would.
@@ -248,7 +248,7 @@ scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store, TupleDesc
 
 	build_indexes(st, idx, nidx);
 
-	/* the header alone (changelog.c); one row per version under a 0.3 change log */
+	/* the header alone (history/changelog.c); one row per version under a 0.3 change log */
 	if (scd2_changelog_compact_first_load())
 		st->run_id = scd2_changelog_write_first_load(cfg, st->log_prepared, m->inserted);
 	else

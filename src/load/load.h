@@ -1,5 +1,5 @@
 /*
- * load/load.h -- what the load folder offers the others: the hooks a load
+ * steps.h -- what the load folder offers the others: the hooks a load
  * arms for its own statements, installed once by _PG_init (scd2.c).
  */
 #ifndef SCD2_LOAD_LOAD_H

@@ -1,5 +1,5 @@
 /*
- * load_memory.c -- the memory budget of a load's statements.
+ * memory.c -- the memory budget of a load's statements.
  *
  * PostgreSQL gives every sort, tuplestore and hash node of a plan its own
  * work_mem (a hash node work_mem * hash_mem_multiplier), and a statement of

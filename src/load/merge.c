@@ -1,5 +1,5 @@
 /*
- * fn_merge.c -- scd2.merge(staging, dimension, effective_at, dry_run):
+ * merge.c -- scd2.merge(staging, dimension, effective_at, dry_run):
  * one load, returning the change feed (materialize mode).
  */
 #include "scd2.h"

@@ -1,11 +1,11 @@
 /*
- * load_exec.c -- the statement runner of one load: every statement a step
+ * runner.c -- the statement runner of one load: every statement a step
  * of the load generates runs here, as the dimension's owner in the load's
  * security-restricted operation (scd2_exec_user), with $1 = effective_at,
- * the load's one snapshot, its plan shown on request (load_explain.c), its
- * sorts and hashes under one memory budget (load_memory.c), and its errors
+ * the load's one snapshot, its plan shown on request (explain.c), its
+ * sorts and hashes under one memory budget (memory.c), and its errors
  * in the words of the load rather than of the generated SQL.  Below every
- * step and the driver (load.c): it calls neither.
+ * step and the driver (driver.c): it calls neither.
  */
 #include "scd2.h"
 
@@ -66,7 +66,7 @@ run_statement(LoadState *st, const char *sql, int nargs, const Oid *types, const
 	PG_TRY();
 	{
 		scd2_fast_path_plan_arm(sorted_staging);
-		/* its sorts and hashes share hash_mem (load_memory.c) */
+		/* its sorts and hashes share hash_mem (memory.c) */
 		scd2_explain_if_asked(sql, what, nargs + 1, argtypes, values, st->snap);
 		scd2_memory_budget_arm(sql);
 		if (dest)
@@ -185,7 +185,7 @@ scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what)
  * Whether the change log of an order-free load learns the surrogate keys
  * of the versions it inserts after its write (they have one, and the load
  * did not draw them before: on Citus, or when the key has no sequence
- * the owner may use -- changelog_batch.c, scd2_batch_sequence).
+ * the owner may use -- batch_log.c, scd2_batch_sequence).
  */
 static bool
 keys_after_write(const LoadState *st)
@@ -195,7 +195,7 @@ keys_after_write(const LoadState *st)
 
 /*
  * The change log of the load: its rows computed as the owner, like every
- * statement of the load (changelog.c explains why), then copied into
+ * statement of the load (history/changelog.c explains why), then copied into
  * scd2.change_log by the extension owner.  probing: the rows are read by
  * (key, valid_from) probes of the dimension (the change table is not
  * analyzed, and the planner would hash the whole dimension: 0.6 s at 1M
@@ -219,8 +219,8 @@ scd2_load_record_change_log(LoadState *st, const char *sql, bool probing)
 }
 
 /*
- * After the write of an order-free load (load.c): the surrogate keys of
- * the versions it inserted into its change log (changelog.c), computed as
+ * After the write of an order-free load (driver.c): the surrogate keys of
+ * the versions it inserted into its change log (history/changelog.c), computed as
  * the dimension's owner like the rest of the log, copied by the extension
  * owner, through the log's work table, which scd2_changelog_write kept
  * for them.  Nothing when no change log is kept or there is no surrogate

@@ -1,7 +1,7 @@
 /*
- * load_exec.h -- the statement runner of one load (load_exec.c), at the
+ * runner.h -- the statement runner of one load (runner.c), at the
  * bottom of the load's files: every step (load_*.c) runs its statements
- * through it, and it calls no step and not the driver (load.c).
+ * through it, and it calls no step and not the driver (driver.c).
  */
 #ifndef SCD2_LOAD_EXEC_H
 #define SCD2_LOAD_EXEC_H
@@ -22,13 +22,13 @@ typedef struct LoadState
 	OwnerContext *oc;
 	Snapshot	snap;
 	bool		log_prepared;	/* the change log's work table exists
-								 * (changelog.c) */
+								 * (history/changelog.c) */
 	int64		run_id;			/* the run id the change log reserved, which
 								 * the audit row and the memory take (0: none) */
 	Oid			sk_seq;			/* the surrogate key's sequence when the load
 								 * may log by surrogate keys: the fast path's
 								 * insert copies draw their keys from it, the
-								 * MERGE the others' (changelog_batch.c) */
+								 * MERGE the others' (batch_log.c) */
 	Datum		effective_at;
 	double		dim_rows;		/* planner's estimate of the dimension */
 	int64		source_rows;	/* staging rows (after validation) */
@@ -46,7 +46,7 @@ typedef struct LoadState
 	struct ArrivalObserved *observed;	/* its fast path's no-op observations
 										 * of versions (classify_copies.c),
 										 * or NULL */
-	/* On Citus (load_citus.c); zero otherwise. */
+	/* On Citus (citus_load.c); zero otherwise. */
 	int			citus;			/* the dimension's Scd2CitusKind */
 	int			stg_citus;		/* the staging table's */
 	const char *dim_table_sql;	/* the dimension itself (cfg->dim_sql may
@@ -59,12 +59,12 @@ typedef struct LoadState
 /*
  * Whether the load may move a version's valid_from ('extend') or remove a
  * version ('remove'): an order-free load that recomputed keys
- * (load_arrival.c).  Its writes set valid_from and delete; the others'
+ * (arrival.c).  Its writes set valid_from and delete; the others'
  * only end versions and insert.
  */
 #define SCD2_LOAD_MOVES(st) ((st)->cfg->order_free && (st)->arrival_recalled)
 
-/* load_exec.c */
+/* runner.c */
 extern void scd2_load_exec(LoadState *st, const char *sql, int expected, const char *what);
 extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const Oid *types,
 								const Datum *args, int expected, const char *what);

@@ -1,5 +1,5 @@
 /*
- * load_schema.c -- a load's schema step (register's on_schema_change):
+ * schema.c -- a load's schema step (register's on_schema_change):
  * the staging table's columns compared with the dimension's, under the
  * load's lock and in its transaction, before the configuration is
  * resolved (docs/LOADING.md, "When the source changes shape").
@@ -14,8 +14,8 @@
  *                       column; a narrowed or incompatible one refuses
  *
  * A column is never dropped from a dimension: one missing from staging
- * follows missing_columns (config.c).  The ALTER TABLE runs as the
- * dimension's owner in a security-restricted operation (exec.c): a
+ * follows missing_columns (catalog/config.c).  The ALTER TABLE runs as the
+ * dimension's owner in a security-restricted operation (common/exec.c): a
  * rewrite evaluates the owner's index expressions and constraints.  In the
  * load that adds a column, the column is a Type 1 column
  * (scd2_schema_apply_fills): the current versions get the staging value in
@@ -250,7 +250,7 @@ compare_columns(const Scd2Registration *reg, const Scd2Extract *ext, Relation di
 /*
  * Dimension columns the staging table lacks that a load would miss (no
  * default fills them), when missing_columns does not carry them forward:
- * for fail's message (config.c refuses them under every option).
+ * for fail's message (catalog/config.c refuses them under every option).
  */
 static List *
 missing_columns(const Scd2Registration *reg, Relation dimrel, Relation stg)
@@ -528,7 +528,7 @@ scd2_schema_evolve(const Scd2LoadRequest *req, const Scd2Registration *reg,
 
 	*note = NULL;
 	if (reg->on_schema_change == NULL || req->stg_oid == req->dim_oid)
-		return NIL;				/* a registry before 0.4; config.c refuses the other */
+		return NIL;				/* a registry before 0.4; catalog/config.c refuses the other */
 	mode = parse_mode(reg->on_schema_change);
 	dimrel = table_open(req->dim_oid, AccessShareLock);
 	stgrel = table_open(req->stg_oid, AccessShareLock);
@@ -602,7 +602,7 @@ move_column(Scd2Column *cols, int *n, Scd2Column **dst, int *ndst, const char *n
  * version with them; closed versions keep NULL.  Not with detect =>
  * 'timestamp', which has no Type 1 columns: there a key's next later row
  * brings the value in a new version.  The change log's header names them
- * with the Type 1 columns (changelog.c), so a revert restores the NULLs.
+ * with the Type 1 columns (history/changelog.c), so a revert restores the NULLs.
  */
 void
 scd2_schema_apply_fills(Scd2Config *cfg, List *added)

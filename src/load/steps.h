@@ -1,5 +1,5 @@
 /*
- * load.h -- what the files of one load share (load.c drives the steps;
+ * steps.h -- what the files of one load share (driver.c drives the steps;
  * docs/ARCHITECTURE.md has the map).  Every statement a step generates
  * takes the resolved configuration and the work tables' names
  * (worktable.h).
@@ -44,16 +44,16 @@ extern void scd2_progress_count_statement(const char *sql, bool changes);
 extern void scd2_progress_count_done(void);
 extern void scd2_progress_end(void);
 
-/* load_access.c */
+/* catalog/access.c */
 
-/* load_validate.c */
+/* validate.c */
 extern int64 scd2_validate_staging(LoadState *st, bool *several);
 extern void scd2_check_before_current_valid_to(LoadState *st);
 
-/* load_convert.c */
+/* convert.c */
 extern void scd2_check_conversions(LoadState *st);
 
-/* load_classify.c */
+/* classify.c */
 extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *obs);
 
@@ -61,32 +61,32 @@ extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct Arriv
 extern struct _DestReceiver *scd2_classify_copier(const Scd2Config *cfg, const char *relname, Oid sk_seq,
 												  struct ArrivalObserved *obs, int64 *complex_rows);
 
-/* load_timeline.c */
+/* timeline.c */
 extern void scd2_classify_complex_keys(LoadState *st, int64 *distinct, int64 *kept,
 									   int64 *y_applied, int64 *complex_rows);
 
-/* load_schema.c: register's on_schema_change */
+/* schema.c: register's on_schema_change */
 extern List *scd2_schema_evolve(const Scd2LoadRequest *req, const Scd2Registration *reg,
 								 const char *dim_name, OwnerContext *oc, char **note);
 extern void scd2_schema_apply_fills(Scd2Config *cfg, List *added);
 extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
-/* load_arrival.c: an order-free dimension's step 4 (arrival.h) */
+/* arrival.c: an order-free dimension's step 4 (history/history.h) */
 extern void scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 extern void scd2_arrival_draw_keys(LoadState *st);
 extern void scd2_arrival_finish(LoadState *st, bool dry_run);
 
-/* load_citus.c */
+/* citus_load.c */
 extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
 extern void scd2_citus_fill_images(LoadState *st);
 extern bool scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed);
 
-/* load_first.c */
+/* first_load.c */
 extern bool scd2_first_load_applies(LoadState *st, bool dry_run, bool several);
 extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store,
 							TupleDesc desc);
 
-/* load_write.c */
-/* changelog_batch.c */
+/* write.c */
+/* batch_log.c */
 extern Oid	scd2_batch_sequence(const LoadState *st, bool dry_run);
 extern bool scd2_load_record_batch_log(LoadState *st);
 extern void scd2_batch_pin_moved(LoadState *st);
@@ -101,7 +101,7 @@ extern void scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store,
 						   TupleDesc desc);
 
 
-/* load.c */
+/* driver.c */
 extern void scd2_request_from_args(FunctionCallInfo fcinfo, Scd2LoadRequest *req);
 extern void scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res);
 

@@ -1,5 +1,5 @@
 /*
- * load_timeline.c -- step 4b of a load: the general path for complex
+ * timeline.c -- step 4b of a load: the general path for complex
  * keys.  Their timelines (existing versions, gap starts, staged rows) go
  * into the points table, window functions decide what each point keeps,
  * conflicts are errors, and the result is added to the change table.  See
@@ -166,7 +166,7 @@ scd2_sql_ambiguous(const Scd2Config *cfg, const char *pts)
 /*
  * create: the table's CREATE ... WITH NO DATA (which runs nothing: the
  * load creates its work tables before it enters the security-restricted
- * context, see load.c); otherwise the INSERT that fills it.
+ * context, see driver.c); otherwise the INSERT that fills it.
  */
 static char *
 scd2_sql_window(const Scd2Config *cfg, const char *pts, const char *win, bool create)

@@ -1,8 +1,8 @@
 /*
- * load_validate.c -- step 3 of a load: the staging rows are checked before
+ * validate.c -- step 3 of a load: the staging rows are checked before
  * anything is classified (NULL keys, NULL or non-finite effective times,
  * deletion flags, rows before a current version's finite valid_to).
- * load_convert.c checks the values' conversions to the dimension's types.
+ * convert.c checks the values' conversions to the dimension's types.
  */
 #include "scd2.h"
 
@@ -19,7 +19,7 @@
 
 /*
  * An order-free dimension's earliest staged instant, encoded as its memory
- * keeps instants (timestamptz; load_arrival.c asks whether the memory holds
+ * keeps instants (timestamptz; arrival.c asks whether the memory holds
  * anything from it on); NULL for the others.
  */
 static char *
@@ -37,7 +37,7 @@ earliest_sql(const Scd2Config *cfg, const char *t)
  * and the earliest one (earliest_sql).  A plain SELECT, so PostgreSQL
  * may run it in parallel.
  *
- * A single key column is checked with scd2._repeats (fn_repeats.c),
+ * A single key column is checked with scd2._repeats (common/repeats.c),
  * which keeps the keys in a hash set of the key type's own hash and
  * equality: ~15 ms for 200k bigints, where count(DISTINCT) sorted them in
  * ~35 ms at the default work_mem (spilling) and a grouped hash aggregate

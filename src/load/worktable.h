@@ -21,7 +21,7 @@
 #define CHG_TABLE	"pg_temp.\"" CHG_TABLE_RELNAME "\""
 #define PTS_TABLE	"pg_temp.\"scd2 work: points\""
 #define WIN_TABLE	"pg_temp.\"scd2 work: window\""
-/* On Citus (load_citus.c): local copies of what the load reads. */
+/* On Citus (citus_load.c): local copies of what the load reads. */
 #define DIM_IMAGE	"pg_temp.\"scd2 work: dimension\""
 #define STG_IMAGE	"pg_temp.\"scd2 work: staging\""
 
@@ -30,7 +30,7 @@
  * spec emits its CREATE and its INSERT column list.  After them come the
  * business key columns, and for the change and points tables the payload
  * (tracked, Type 1, other), under the dimension's own names.  Internal
- * names are written "`_name" (sqlbuild.c: the load's prefix).
+ * names are written "`_name" (common/sqlbuild.c: the load's prefix).
  *
  *   keys    `_n       staging rows of the key (0: a snapshot deletion)
  *           `_snap    the key is there for the snapshot's deletion
@@ -84,7 +84,7 @@ extern const WorkTable scd2_wt_points;
 /* `_action of a change row: the change log's actions, WT_ACT_* (history.h). */
 
 /*
- * `_cls of a staging row on the fast path (load_classify.c): an int4, which
+ * `_cls of a staging row on the fast path (classify.c): an int4, which
  * classify_copies.c turns into the row's copies (FC_*), or in SQL (WT_CLS_*).
  */
 #define FC_NEW				1				/* key not in the dimension */

@@ -1,5 +1,5 @@
 /*
- * load_write.c -- step 5 and 6 of a load: the change counts, the ONE MERGE
+ * write.c -- step 5 and 6 of a load: the change counts, the ONE MERGE
  * that writes the change set (its processed count must equal the
  * classified writes), and the change feed (MERGE ... RETURNING on 17+,
  * read back from the change table before).
@@ -71,7 +71,7 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves)
 	if (moves)
 	{
 		/*
-		 * An order-free load that recomputed keys (load_arrival.c) also
+		 * An order-free load that recomputed keys (arrival.c) also
 		 * removes superseded versions and moves a version's valid_from:
 		 * the removals come first, so that no row meets one the load
 		 * removes in the unique indexes.
@@ -96,7 +96,7 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves)
 	}
 	scd2_append_update_set(&buf, cfg, moves);
 	appendStringInfoString(&buf, X(" WHEN NOT MATCHED AND s.`_tvf IS NULL THEN INSERT "));
-	/* surrogate keys from their sequence, some drawn already (changelog_batch.c) */
+	/* surrogate keys from their sequence, some drawn already (batch_log.c) */
 	scd2_append_insert_cols(&buf, cfg, sk_seq);
 	appendStringInfoString(&buf, " VALUES (");
 	scd2_append_insert_values(&buf, cfg, sk_seq);

@@ -25,8 +25,8 @@
 # points are listed in OWNER_ONLY).
 #
 # Not in the matrix: scd2._not_distinct and the aggregate scd2._repeats,
-# the comparisons a load's own statements call (fn_not_distinct.c,
-# fn_repeats.c): they take values, not a dimension, read and write no
+# the comparisons a load's own statements call (common/not_distinct.c,
+# common/repeats.c): they take values, not a dimension, read and write no
 # table, and call the equality, hash and ordering functions of their
 # arguments' types as whoever calls them -- within a load, the dimension's
 # owner in its restricted statement, which the cells below check -- just
@@ -147,7 +147,7 @@ kind_check() {
 }
 kind_domain_check() {
     # (scd2.changes of a batch logged by surrogate keys reads the key as it
-    # is, never through its domain: changelog_batch.c)
+    # is, never through its domain: load/batch_log.c)
     KTYPE=m.kdom KEYLIT="'k%d'::text" STG_TABLE=m.stg FIRES="$LOADS merge_dry_run revert rewind"
     # the staging key is text, the dimension's the domain: loads convert
     echo "CREATE DOMAIN m.kdom AS text CHECK (m.probe('domain check'));"
@@ -157,7 +157,7 @@ kind_domain_check() {
 }
 kind_cast() {
     # a batch of changes logged by surrogate keys casts no key when it
-    # loads (changelog_batch.c), an in-order order-free one neither; its
+    # loads (load/batch_log.c), an in-order order-free one neither; its
     # feed, revert and rewind do
     KTYPE=m.code KEYLIT="'k%d'::m.code" STG_TABLE=m.stg
     FIRES="merge merge_dry_run apply_new_column merge_order_free changes revert rewind"
@@ -265,12 +265,12 @@ psql_su -d postgres -c "DROP DATABASE IF EXISTS scd2_mx_staging" >/dev/null 2>&1
 psql_su -d postgres -c "CREATE ROLE regress_mx_owner; CREATE ROLE regress_mx_grantee; CREATE ROLE regress_mx_limited; CREATE ROLE regress_mx_etl;" >/dev/null
 
 # The mechanism holds by construction only while statements go through
-# src/exec.c: no other file may call SPI's executors, except these.
-SPI_ALLOWED="exec.c load_convert.c registry.c citus_shards.c asof_citus.c"
-spi_users=$(cd "$here/../../src" && grep -l -E 'SPI_(execute|prepare|cursor_open)' ./*.c | sed 's|^\./||' | sort | tr '\n' ' ')
+# src/common/exec.c: no other file may call SPI's executors, except these.
+SPI_ALLOWED="common/exec.c load/convert.c catalog/dimensions.c citus/shards.c asof/citus_route.c"
+spi_users=$(cd "$here/../../src" && grep -l -E 'SPI_(execute|prepare|cursor_open)' ./*.c ./*/*.c | sed 's|^\./||' | sort | tr '\n' ' ')
 lint_ok=1
 for f in $spi_users; do
-    case " $SPI_ALLOWED " in *" $f "*) ;; *) lint_ok=0; echo "not ok - $f runs SPI statements itself, outside src/exec.c" ;; esac
+    case " $SPI_ALLOWED " in *" $f "*) ;; *) lint_ok=0; echo "not ok - $f runs SPI statements itself, outside src/common/exec.c" ;; esac
 done
 
 cells=0
@@ -705,7 +705,7 @@ psql -X -q -At -v ON_ERROR_STOP=0 -v VERBOSITY=terse -d "$sdb" -f "$sscript" >"$
 psql_su -d postgres -c "DROP DATABASE $sdb" >/dev/null
 
 passed=0 failed=0
-if [ "$lint_ok" = 1 ]; then passed=1; echo "ok 1 - every SPI statement goes through src/exec.c"; else failed=1; fi
+if [ "$lint_ok" = 1 ]; then passed=1; echo "ok 1 - every SPI statement goes through src/common/exec.c"; else failed=1; fi
 while IFS='|' read -r tag name verdict; do
     [ "$tag" = cell ] || continue
     if [ "$verdict" = ok ]; then
