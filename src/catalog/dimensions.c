@@ -45,11 +45,7 @@ PG_FUNCTION_INFO_V1(scd2_registry_store_order_free);
 static void
 require_owner(Oid relid)
 {
-	if (!scd2_relation_ownercheck(relid, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", scd2_relation_display_name(relid)),
-				 errhint("Only the owner of a dimension can register or unregister it.")));
+	scd2_require_relation_owner(relid, NULL, "Only the owner of a dimension can register or unregister it.");
 }
 
 /*

@@ -44,11 +44,8 @@ PG_FUNCTION_INFO_V1(scd2_fact_forget_dropped);
 static void
 require_fact_owner(Oid fact)
 {
-	if (!scd2_relation_ownercheck(fact, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", scd2_relation_display_name(fact)),
-				 errhint("Only the owner of a fact table (or a member of its owner) can register it.")));
+	scd2_require_relation_owner(fact, NULL,
+								"Only the owner of a fact table (or a member of its owner) can register it.");
 }
 
 /* A column's type (InvalidOid: no such column). */

@@ -16,7 +16,7 @@
 
 /* util.c */
 extern char *scd2_relation_display_name(Oid relid);
-extern void scd2_require_relation_owner(Oid relid, const char *detail);
+extern void scd2_require_relation_owner(Oid relid, const char *detail, const char *hint);
 extern char *scd2_operator_sql(Oid opno);
 extern char *scd2_collate_sql(Oid collid);
 extern void scd2_lock_dimension(Oid dim_oid, const char *dim_name, const char *detail_fmt);

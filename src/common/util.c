@@ -169,7 +169,7 @@ scd2_relation_display_name(Oid relid)
  * change log or arrival memory, reading the memory's size) calls this.
  */
 void
-scd2_require_relation_owner(Oid relid, const char *detail)
+scd2_require_relation_owner(Oid relid, const char *detail, const char *hint)
 {
 	if (get_rel_relkind(relid) == '\0')
 		scd2_report_no_relation(relid);
@@ -177,7 +177,8 @@ scd2_require_relation_owner(Oid relid, const char *detail)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of table %s", scd2_relation_display_name(relid)),
-				 errdetail("%s", detail)));
+				 detail ? errdetail("%s", detail) : 0,
+				 hint ? errhint("%s", hint) : 0));
 }
 
 /* OPERATOR(schema.=) for an operator OID. */

@@ -463,7 +463,7 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 				 errmsg("before must not be NULL"),
 				 errhint("Pass the retention horizon: remembered events effective before it are forgotten, e.g. now() - interval '90 days'.")));
 	dim_oid = PG_GETARG_OID(0);
-	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can prune what it remembers.");
+	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can prune what it remembers.", NULL);
 	values[0] = ObjectIdGetDatum(dim_oid);
 	values[1] = PG_GETARG_DATUM(1);
 
@@ -521,7 +521,7 @@ scd2_arrival_memory_size(PG_FUNCTION_ARGS)
 
 	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	dim_oid = PG_GETARG_OID(0);
-	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can read how much it remembers.");
+	scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can read how much it remembers.", NULL);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "scd2: arrival_memory_size must return a row");
 	desc = BlessTupleDesc(desc);

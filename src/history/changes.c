@@ -303,7 +303,7 @@ scd2_prune_change_log(PG_FUNCTION_ARGS)
 				 errmsg("older_than must not be negative"),
 				 errhint("Pass interval '0' to prune every run logged so far.")));
 	if (OidIsValid(dim_oid))
-		scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can prune its change log.");
+		scd2_require_relation_owner(dim_oid, "Only the owner of a dimension can prune its change log.", NULL);
 	values[0] = PointerGetDatum(older_than);
 	values[1] = ObjectIdGetDatum(dim_oid);
 	values[2] = BoolGetDatum(superuser());
