@@ -58,9 +58,10 @@ SELECT id, city, valid_from::date, valid_to::date, is_current FROM dim_d WHERE i
 -- rewind to a run: the distributed dimension back to its second extract
 SELECT scd2.rewind('dim_d', (SELECT run_id FROM scd2.audit_log WHERE dimension = 'citus_hist.dim_d' ORDER BY run_id OFFSET 1 LIMIT 1)) AS undone_d,
        scd2.rewind('dim_dl', (SELECT run_id FROM scd2.audit_log WHERE dimension = 'citus_hist.dim_dl' ORDER BY run_id OFFSET 1 LIMIT 1)) AS undone_dl;
--- rewind to a time: the reference dimension back to its first extract
-SELECT scd2.rewind('dim_r', (SELECT finished_at FROM scd2.audit_log WHERE dimension = 'citus_hist.dim_r' ORDER BY run_id LIMIT 1)) AS undone_r,
-       scd2.rewind('dim_rl', (SELECT finished_at FROM scd2.audit_log WHERE dimension = 'citus_hist.dim_rl' ORDER BY run_id LIMIT 1)) AS undone_rl;
+-- rewind to a time: the reference dimension back to its first extract (a
+-- run counts from its commit, audit_log.committed_at: SEMANTICS.md, "Known at")
+SELECT scd2.rewind('dim_r', (SELECT committed_at FROM scd2.audit_log WHERE dimension = 'citus_hist.dim_r' ORDER BY run_id LIMIT 1)) AS undone_r,
+       scd2.rewind('dim_rl', (SELECT committed_at FROM scd2.audit_log WHERE dimension = 'citus_hist.dim_rl' ORDER BY run_id LIMIT 1)) AS undone_rl;
 SELECT rows_of('dim_d') = rows_of('dim_dl') AS distributed_equal,
        rows_of('dim_r') = rows_of('dim_rl') AS reference_equal,
        (SELECT count(*) FROM dim_d) AS dim_d_rows, (SELECT count(*) FROM dim_r) AS dim_r_rows,
