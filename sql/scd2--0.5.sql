@@ -966,7 +966,7 @@ ALTER TABLE scd2.change_log_runs ADD COLUMN dimension_dropped_at timestamptz;
 COMMENT ON COLUMN scd2.change_log_runs.dimension_dropped_at IS
     'when the dimension was dropped; scd2.revert and scd2.changes refuse the run';
 -- the dimensions the live headers name, one probe each: the trigger also
--- marks those dropped while it did not fire (src/registry.c)
+-- marks those dropped while it did not fire (src/catalog/dimensions.c)
 CREATE INDEX change_log_runs_live_dimension_idx ON scd2.change_log_runs (dimension)
     WHERE dimension_dropped_at IS NULL;
 -- Issue 27: the partial-extract guard (register's max_close_fraction).
@@ -1023,7 +1023,7 @@ LANGUAGE C CALLED ON NULL INPUT STABLE;
 COMMENT ON FUNCTION scd2._known_at_undo(regclass, timestamptz) IS
     'internal: what scd2.dimension_at(..., known_at) undoes: the rows the loads finished after known_at inserted, and the before-images of the rows they updated; one row with business_key NULL: every row (a first load into the empty dimension is undone) (needs SELECT on the dimension)';
 
--- The text forms are the change log's (changelog.c, scd2_pin_text_forms),
+-- The text forms are the change log's (history/changelog.c, scd2_pin_text_forms),
 -- so its jsonb values read back as written.
 CREATE FUNCTION scd2.dimension_at(dimension anyelement, at timestamptz, known_at timestamptz)
 RETURNS SETOF anyelement
@@ -1166,7 +1166,7 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2._registry_store_missing_columns(regclass, text) IS
     'internal: validates and records scd2.register''s missing_columns, what a load does with a dimension column its staging table lacks (the caller must own the dimension)';
 -- ---------------------------------------------------------------------------
--- Issue 25: progress of a running load (src/load_progress.c writes the text
+-- Issue 25: progress of a running load (src/load/progress.c writes the text
 -- this view reads; keep the pattern in step with it).
 CREATE VIEW scd2.load_progress WITH (security_invoker = true) AS
 SELECT a.pid,
@@ -1229,7 +1229,7 @@ COMMENT ON COLUMN scd2.audit_log.schema_change IS
 -- arrive in (register's order_free).  An order-free dimension remembers the
 -- events its versions do not show -- no-op observations and deletes that
 -- changed nothing when they arrived -- so that a later, earlier-dated event
--- finds them (src/load_arrival.c, docs/SEMANTICS.md "Arrival order").
+-- finds them (src/load/arrival.c, docs/SEMANTICS.md "Arrival order").
 ------------------------------------------------------------------------------
 ALTER TABLE scd2.dimensions ADD COLUMN order_free boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN scd2.dimensions.order_free IS
@@ -1256,7 +1256,7 @@ ALTER TABLE scd2.arrival_memory ALTER COLUMN versions SET STORAGE EXTERNAL;
 -- The only index with the dimension in it: whatever the statistics say of
 -- a dimension (taken while only others remembered anything, they estimate
 -- one row for it), the planner has no other index to read per staged key
--- by dimension alone (src/arrival_memory.c, memory_exec_per_row).
+-- by dimension alone (src/history/arrival_memory.c, memory_exec_per_row).
 CREATE INDEX arrival_memory_key_idx ON scd2.arrival_memory (dimension, business_key, effective);
 -- whether anything remembered is as late as a load's earliest event (an
 -- in-order load then classifies its simple keys on the fast path), and prune
@@ -1307,12 +1307,12 @@ COMMENT ON COLUMN scd2.change_log.old_row IS
 
 ------------------------------------------------------------------------------
 -- Issue 27: the change log at the cost floor.  A first load into an empty
--- dimension (src/load_first.c) inserts every row the dimension has right
+-- dimension (src/load/first_load.c) inserts every row the dimension has right
 -- after it; its change log says so in its header instead of one
 -- scd2.change_log row per inserted version.  scd2.revert writes those rows
 -- into scd2.change_log as it deletes them (the column is then NULL);
 -- scd2.changes and scd2.dimension_at(..., known_at) read the rows from the
--- dimension and the later runs' change logs (src/changelog_compact.c).
+-- dimension and the later runs' change logs (src/history/compact.c).
 ------------------------------------------------------------------------------
 ALTER TABLE scd2.change_log_runs ADD COLUMN first_load_rows bigint;
 COMMENT ON COLUMN scd2.change_log_runs.first_load_rows IS
@@ -1325,7 +1325,7 @@ COMMENT ON COLUMN scd2.change_log_runs.first_load_rows IS
 -- one scd2.change_log row per written version, the surrogate keys of the
 -- rows it wrote, what it did to each and the valid_to it left; the rest
 -- (business key, valid_from, the closed rows' before-images: current, Type
--- 1 unchanged) is read back from the dimension (src/changelog_batch.c).
+-- 1 unchanged) is read back from the dimension (src/load/batch_log.c).
 -- scd2.revert writes the rows into scd2.change_log before it undoes them.
 ------------------------------------------------------------------------------
 CREATE TABLE scd2.change_log_batches (
@@ -1348,7 +1348,7 @@ REVOKE ALL ON scd2.change_log_batches FROM PUBLIC;
 
 ------------------------------------------------------------------------------
 -- Issue 27: a load's comparison of a staged row with its key's current
--- version, in one call per row (fn_not_distinct.c; the SQL form's
+-- version, in one call per row (common/not_distinct.c; the SQL form's
 -- expression steps cost more than the comparisons themselves).
 ------------------------------------------------------------------------------
 CREATE FUNCTION scd2._not_distinct(VARIADIC "any")
@@ -1358,7 +1358,7 @@ LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION scd2._not_distinct("any") IS
     'internal: whether every pair of arguments (a1, b1, a2, b2, ...) is NOT DISTINCT by its type''s default equality, as a load compares a staged row with its current version';
 
--- A load's check for keys with several staging rows (fn_repeats.c): the
+-- A load's check for keys with several staging rows (common/repeats.c): the
 -- rows whose value an earlier row had, by a hash set rather than
 -- count(DISTINCT)'s sort.
 CREATE FUNCTION scd2._repeats_add(internal, anyelement)
