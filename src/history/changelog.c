@@ -29,9 +29,9 @@
  * the same load without its change log.
  *
  * The run id is reserved from the audit log's sequence before the MERGE
- * and handed to the audit row of the same load
- * (scd2_changelog_claim_run_id), so the change log and the audit log
- * agree on it.
+ * and returned to the load, which hands it to its audit row (LoadState
+ * and Scd2LoadResult's run_id), so the change log and the audit log agree
+ * on it.
  *
  * Who computes what (docs/SECURITY.md): the rows are computed by the load,
  * as the dimension's owner in its security-restricted operation -- the
