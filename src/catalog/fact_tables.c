@@ -94,7 +94,10 @@ validate(Oid fact, Oid dim, const char *sk, const char *time)
 				 errmsg("dimension %s has no surrogate key column", dname),
 				 errdetail("A fact table holds the surrogate key of the dimension's version valid at the fact's time."),
 				 errhint("Register the dimension with surrogate_key_column.")));
-	scd2_require_registered_shape(dim, dname, false);
+	/* the registered shape, from the registration just read (no second read) */
+	if (reg->has_shape)
+		scd2_check_registered_shape(dim, dname, reg->shape_columns, reg->shape_types,
+									reg->shape_typmods);
 	fsk = column_type(fact, sk);
 	if (!OidIsValid(fsk))
 		ereport(ERROR,
