@@ -283,3 +283,363 @@ ALTER POLICY audit_log_readable ON scd2.audit_log
     USING (username OPERATOR(pg_catalog.=) CURRENT_USER
            OR (dimension_dropped_at IS NULL AND scd2._may_read_dimension(dimension_oid)));
 DROP FUNCTION scd2._may_read_dimension(text);
+
+------------------------------------------------------------------------------
+-- Issues 49 and 50: register takes inferred_column (the boolean column that
+-- flags inferred members, scd2.infer_members), sequence_column (the staging
+-- column that orders one key's events within one effective time) and
+-- ignore_null_updates (the columns in which a NULL means "unchanged").
+-- Checked and stored by src/catalog/dimensions.c.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.dimensions ADD COLUMN inferred_column name;
+ALTER TABLE scd2.dimensions ADD COLUMN sequence_column name;
+ALTER TABLE scd2.dimensions ADD COLUMN ignore_null_updates name[] NOT NULL DEFAULT '{}';
+COMMENT ON COLUMN scd2.dimensions.inferred_column IS
+    'the dimension''s boolean column that flags inferred members (scd2.infer_members); NULL: none';
+COMMENT ON COLUMN scd2.dimensions.sequence_column IS
+    'the staging column that orders one key''s events within one effective time (an LSN, an offset); NULL: none';
+COMMENT ON COLUMN scd2.dimensions.ignore_null_updates IS
+    'the columns in which an event''s NULL means "unchanged" (partial updates)';
+
+CREATE FUNCTION scd2._registry_store_stream(dimension regclass, sequence_column name, ignore_null_updates name[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_stream'
+LANGUAGE C;
+COMMENT ON FUNCTION scd2._registry_store_stream(regclass, name, name[]) IS
+    'internal: checks and stores register''s sequence_column and ignore_null_updates (the caller must own the dimension)';
+CREATE FUNCTION scd2._registry_store_inferred(dimension regclass, inferred_column name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'scd2_registry_store_inferred'
+LANGUAGE C;
+COMMENT ON FUNCTION scd2._registry_store_inferred(regclass, name) IS
+    'internal: checks and stores register''s inferred_column (the caller must own the dimension)';
+
+DROP FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text, text, boolean);
+CREATE FUNCTION scd2.register(
+        dimension            regclass,
+        business_key         name[],
+        tracked              name[]  DEFAULT NULL,
+        type1                name[]  DEFAULT NULL,
+        effective_column     name    DEFAULT NULL,
+        delete_column        name    DEFAULT NULL,
+        mode                 text    DEFAULT 'incremental',
+        staging              regclass DEFAULT NULL,
+        valid_from_column    name    DEFAULT 'valid_from',
+        valid_to_column      name    DEFAULT 'valid_to',
+        is_current_column    name    DEFAULT NULL,
+        surrogate_key_column name    DEFAULT NULL,
+        current_valid_to     text    DEFAULT 'null',
+        create_indexes       boolean DEFAULT true,
+        no_overlap           boolean DEFAULT false,
+        detect               text    DEFAULT 'values',
+        max_close_fraction   real    DEFAULT NULL,
+        missing_columns      text    DEFAULT 'error',
+        on_schema_change     text    DEFAULT 'ignore',
+        order_free           boolean DEFAULT false,
+        inferred_column      name    DEFAULT NULL,
+        sequence_column      name    DEFAULT NULL,
+        ignore_null_updates  name[]  DEFAULT NULL)
+RETURNS regclass
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $register$
+DECLARE
+    v_rel        pg_catalog.pg_class;
+    v_col        name;
+    v_type       regtype;
+    v_vf_type    regtype;
+    v_vt_type    regtype;
+    v_is_current name := is_current_column;
+    v_sk         name := surrogate_key_column;
+    v_bookkeeping name[];
+    v_pred       text;
+    v_keylist    text;
+    v_include    text;
+    v_idxname    text;
+    v_keyatts    int2[];
+    v_vf_att     int2;
+    v_covers     int2[];
+    v_old        name[];
+    v_created    name[] := '{}';
+    v_index      regclass;
+    v_current    regclass;
+    v_asof       regclass;
+    v_no_overlap name;
+    v_current_vt text := current_valid_to;
+    v_vt_text    text;
+BEGIN
+    IF dimension IS NULL THEN
+        RAISE EXCEPTION 'dimension must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO v_rel FROM pg_catalog.pg_class WHERE oid = dimension;
+    IF v_rel.relkind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'relation % is not a table', dimension
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'A dimension must be a plain or partitioned table.';
+    END IF;
+    IF v_rel.relpersistence = 't' THEN
+        RAISE EXCEPTION 'temporary table % cannot be an scd2 dimension', dimension
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A temporary table vanishes with its session, and its registration would be left behind.',
+                  HINT = 'Make the dimension a permanent (or unlogged) table.';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(current_user, v_rel.relowner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', dimension
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only the owner of a dimension can register it.';
+    END IF;
+    IF business_key IS NULL OR pg_catalog.cardinality(business_key) = 0 THEN
+        RAISE EXCEPTION 'business_key must name at least one column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass the business key as an array, e.g. ARRAY[''customer_id''].';
+    END IF;
+    IF mode IS NULL OR mode NOT IN ('incremental', 'snapshot') THEN
+        RAISE EXCEPTION 'invalid mode "%"', mode
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''incremental'' (missing keys mean nothing) or ''snapshot'' (missing keys are closed).';
+    END IF;
+    IF current_valid_to IS NULL THEN
+        RAISE EXCEPTION 'invalid current_valid_to NULL'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
+    END IF;
+
+    -- The validity columns: both present, of one temporal type.
+    v_vf_type := scd2._column_type(dimension, valid_from_column, 'valid_from_column');
+    v_vt_type := scd2._column_type(dimension, valid_to_column, 'valid_to_column');
+    IF v_vf_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype)
+       OR v_vt_type IS DISTINCT FROM v_vf_type THEN
+        RAISE EXCEPTION 'validity columns of % must both be timestamptz, timestamp or date', dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = pg_catalog.format('Column %I has type %s and column %I has type %s.',
+                                             valid_from_column, v_vf_type, valid_to_column, v_vt_type);
+    END IF;
+
+    -- is_current: explicit, or a boolean column called is_current if there is one.
+    IF v_is_current IS NULL AND EXISTS (
+            SELECT FROM pg_catalog.pg_attribute
+             WHERE attrelid = dimension AND attname = 'is_current' AND NOT attisdropped) THEN
+        v_is_current := 'is_current';
+    END IF;
+    IF v_is_current IS NOT NULL
+       AND scd2._column_type(dimension, v_is_current, 'is_current_column') <> 'boolean'::regtype THEN
+        RAISE EXCEPTION 'column % of % must be boolean', pg_catalog.quote_ident(v_is_current), dimension
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Pass is_current_column => NULL-free boolean column, or drop the column.';
+    END IF;
+
+    -- Surrogate key: explicit, or the table's only identity column.
+    IF v_sk IS NULL THEN
+        SELECT pg_catalog.min(attname) INTO v_sk
+          FROM pg_catalog.pg_attribute
+         WHERE attrelid = dimension AND attidentity <> '' AND NOT attisdropped
+        HAVING pg_catalog.count(*) = 1;
+    END IF;
+    IF v_sk IS NOT NULL THEN
+        v_type := scd2._column_type(dimension, v_sk, 'surrogate_key_column');
+        IF v_type NOT IN ('bigint'::regtype, 'integer'::regtype, 'smallint'::regtype) THEN
+            RAISE EXCEPTION 'surrogate key column % of % must be an integer', pg_catalog.quote_ident(v_sk), dimension
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = pg_catalog.format('Column %I has type %s.', v_sk, v_type);
+        END IF;
+    END IF;
+
+    v_bookkeeping := ARRAY[valid_from_column, valid_to_column]::name[];
+    IF v_is_current IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_is_current; END IF;
+    IF v_sk IS NOT NULL THEN v_bookkeeping := v_bookkeeping || v_sk; END IF;
+
+    FOREACH v_col IN ARRAY business_key LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'business_key');
+        IF v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'business key column % of % is a bookkeeping column', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The business key is the natural key of the source rows, not a validity or surrogate key column.';
+        END IF;
+    END LOOP;
+    FOREACH v_col IN ARRAY COALESCE(tracked, '{}') || COALESCE(type1, '{}') LOOP
+        PERFORM scd2._column_type(dimension, v_col, 'tracked/type1');
+        IF v_col = ANY (business_key) OR v_col = ANY (v_bookkeeping) THEN
+            RAISE EXCEPTION 'column % of % cannot be tracked or Type 1', pg_catalog.quote_ident(v_col), dimension
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'It is a business key or bookkeeping column.';
+        END IF;
+    END LOOP;
+    IF tracked IS NOT NULL AND type1 IS NOT NULL AND tracked && type1 THEN
+        RAISE EXCEPTION 'a column cannot be both tracked and Type 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Columns in both lists: %s.',
+                               (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ')
+                                  FROM pg_catalog.unnest(tracked) c WHERE c = ANY (type1)));
+    END IF;
+    IF staging IS NOT NULL AND staging = dimension THEN
+        RAISE EXCEPTION 'staging table cannot be the dimension itself'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name the table the changes are loaded into, or leave staging NULL.';
+    END IF;
+    IF detect IS NULL OR detect NOT IN ('values', 'timestamp') THEN
+        RAISE EXCEPTION 'invalid detect "%"', detect
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''values'' (a change is a different value of a tracked column) or ''timestamp'' (a change is a later effective time).';
+    END IF;
+    IF detect = 'timestamp' AND effective_column IS NULL THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' needs an effective_column'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A row is a change exactly when its effective time is later than the current version''s start.',
+                  HINT = 'Name the staging column with the time the row changed (dbt''s updated_at) as effective_column.';
+    END IF;
+    IF detect = 'timestamp' AND pg_catalog.cardinality(COALESCE(type1, '{}')) > 0 THEN
+        RAISE EXCEPTION 'detect => ''timestamp'' cannot have Type 1 columns'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'With timestamp detection every later row opens a new version and values are never compared, so no column is overwritten in place.',
+                  HINT = 'Leave type1 out, or use detect => ''values''.';
+    END IF;
+    IF effective_column = ANY (business_key || COALESCE(tracked, '{}') || COALESCE(type1, '{}')) THEN
+        RAISE EXCEPTION 'effective column % cannot be a business key, tracked or Type 1 column', pg_catalog.quote_ident(effective_column)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A dimension column named like the effective column is copied from staging into every new version and never compared.';
+    END IF;
+
+    -- The current rows' valid_to other than NULL: any value of valid_to's
+    -- type (a far-future date as dbt snapshots use, or infinity), stored
+    -- in its canonical ISO form, which reads back the same whatever the
+    -- session's DateStyle and TimeZone.
+    IF current_valid_to <> 'null' THEN
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT pg_catalog.to_json(CAST(%L AS %s)) #>> ''{}''',
+                                      current_valid_to, v_vt_type)
+               INTO v_current_vt;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = pg_catalog.format('It is not a value of type %s (column %I): %s.',
+                                                 v_vt_type, valid_to_column, SQLERRM),
+                      HINT = 'Use ''null'' (current rows have valid_to NULL), ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END;
+        IF v_current_vt = '-infinity' THEN
+            RAISE EXCEPTION 'invalid current_valid_to "%"', current_valid_to
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'Current rows end after every instant they cover.',
+                      HINT = 'Use ''null'', ''infinity'' or a far-future value such as ''9999-12-31''.';
+        END IF;
+    END IF;
+
+    -- A default staging table is read by scd2.apply_all as the dimension's
+    -- owner: the registering role must be allowed to read it (or it could
+    -- have it copied into its dimension), and so must the owner (loads
+    -- check the owner's right again).  A temporary one would be gone, or
+    -- another session's, when apply_all runs.
+    IF staging IS NOT NULL THEN
+        IF (SELECT c.relpersistence FROM pg_catalog.pg_class c WHERE c.oid = staging) = 't' THEN
+            RAISE EXCEPTION 'temporary table % cannot be the registered staging table of %', staging, dimension
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'scd2.apply_all reads the registered staging table in a session of its own, where a temporary table does not exist.',
+                      HINT = 'Register a permanent staging table, or leave staging NULL and load with scd2.apply(staging, dimension).';
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(current_user, staging, 'SELECT') THEN
+            RAISE EXCEPTION 'permission denied for staging table %', staging
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Registering a default staging table needs SELECT on it, and role %I has none.', current_user),
+                      HINT = 'Register a staging table you may read, or ask its owner for SELECT on it.';
+        END IF;
+        IF NOT pg_catalog.has_table_privilege(v_rel.relowner, staging, 'SELECT') THEN
+            RAISE EXCEPTION 'permission denied for staging table %', staging
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Loads of %s run as its owner, role %s, which has no SELECT on the staging table.',
+                                                 dimension, v_rel.relowner::regrole),
+                      HINT = pg_catalog.format('Grant SELECT on %s to %s.', staging, v_rel.relowner::regrole);
+        END IF;
+    END IF;
+
+    -- The supporting indexes, found by definition (whatever their names):
+    -- one current version per business key, and the as-of index (versions
+    -- of a key by start, carrying what the lookup returns so the probe can
+    -- be index-only).  Missing ones are created under names chosen the way
+    -- PostgreSQL chooses them; indexes scd2 created for an earlier
+    -- registration that no longer fit this one are dropped.
+    SELECT pg_catalog.array_agg(a.attnum ORDER BY u.o),
+           pg_catalog.string_agg(pg_catalog.quote_ident(u.k), ', ' ORDER BY u.o)
+      INTO v_keyatts, v_keylist
+      FROM pg_catalog.unnest(business_key) WITH ORDINALITY AS u(k, o)
+      JOIN pg_catalog.pg_attribute a ON a.attrelid = dimension AND a.attname = u.k;
+    SELECT a.attnum INTO v_vf_att FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = dimension AND a.attname = valid_from_column;
+    SELECT pg_catalog.array_agg(a.attnum) INTO v_covers FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = dimension AND a.attname IN (valid_to_column, v_sk);
+    IF v_current_vt = 'null' THEN
+        v_pred := pg_catalog.format('%I IS NULL', valid_to_column);
+    ELSE
+        -- The constant as this session prints it: that is how pg_get_expr
+        -- shows an existing index's predicate (_find_index compares them).
+        EXECUTE pg_catalog.format('SELECT CAST(%L AS %s)::pg_catalog.text', v_current_vt,
+                                  pg_catalog.format_type(v_vt_type, NULL))
+           INTO v_vt_text;
+        v_pred := pg_catalog.format('%I = %L::%s', valid_to_column, v_vt_text,
+                                    pg_catalog.format_type(v_vt_type, NULL));
+    END IF;
+    SELECT d.created_indexes INTO v_old FROM scd2.dimensions d WHERE d.dimension = register.dimension;
+    v_old := COALESCE(v_old, '{}');
+
+    v_current := scd2._find_index(dimension, v_keyatts, '(' || v_pred || ')', '{}', v_old);
+    v_asof := scd2._find_index(dimension, v_keyatts || v_vf_att, NULL, v_covers, v_old);
+
+    -- scd2's own indexes of the earlier registration: still scd2's when
+    -- they serve this one, dropped otherwise (before the new ones are
+    -- made, so these get the plain names).
+    FOR v_index IN
+        SELECT i.indexrelid::regclass FROM pg_catalog.pg_index i
+          JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+         WHERE i.indrelid = dimension AND ic.relname = ANY (v_old)
+    LOOP
+        IF v_index IN (v_current, v_asof) THEN
+            v_created := v_created || (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = v_index);
+        ELSE
+            EXECUTE pg_catalog.format('DROP INDEX %s', v_index);
+        END IF;
+    END LOOP;
+
+    IF v_current IS NULL AND create_indexes THEN
+        v_idxname := scd2._choose_index_name(dimension, 'scd2_current');
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX %I ON %s (%s) WHERE %s',
+                                  v_idxname, dimension, v_keylist, v_pred);
+        v_created := v_created || v_idxname;
+    END IF;
+    IF v_asof IS NULL AND create_indexes THEN
+        v_include := pg_catalog.quote_ident(valid_to_column);
+        IF v_sk IS NOT NULL THEN
+            v_include := pg_catalog.quote_ident(v_sk) || ', ' || v_include;
+        END IF;
+        v_idxname := scd2._choose_index_name(dimension, 'scd2_asof');
+        EXECUTE pg_catalog.format('CREATE UNIQUE INDEX %I ON %s (%s, %I) INCLUDE (%s)',
+                                  v_idxname, dimension, v_keylist, valid_from_column, v_include);
+        v_created := v_created || v_idxname;
+    END IF;
+
+    -- History integrity enforced by the database: the exclusion constraint
+    -- of the previous registration is replaced by this one's, or dropped.
+    v_no_overlap := scd2._no_overlap_replace(
+        dimension, business_key, valid_from_column, valid_to_column, COALESCE(no_overlap, false),
+        (SELECT d.no_overlap_constraint FROM scd2.dimensions d
+          WHERE d.dimension OPERATOR(pg_catalog.=) register.dimension));
+
+    IF max_close_fraction IS NOT NULL AND NOT (max_close_fraction >= 0 AND max_close_fraction <= 1) THEN
+        RAISE EXCEPTION 'invalid max_close_fraction %', max_close_fraction
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'It is the largest fraction of the current keys one load may close or delete.',
+                  HINT = 'Use a fraction from 0 to 1 (0.2: a load may close at most 20% of the current keys), or NULL for no limit.';
+    END IF;
+    PERFORM scd2._registry_store(dimension, business_key, tracked, COALESCE(type1, '{}'),
+                                 effective_column, delete_column, mode, staging,
+                                 valid_from_column, valid_to_column, v_is_current, v_sk,
+                                 v_current_vt);
+    PERFORM scd2._registry_store_more(dimension, v_created, v_no_overlap, detect);
+    PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
+    PERFORM scd2._registry_store_missing_columns(dimension, missing_columns);
+    PERFORM scd2._registry_store_schema_change(dimension, on_schema_change);
+    PERFORM scd2._registry_store_order_free(dimension, order_free);
+    PERFORM scd2._registry_store_stream(dimension, sequence_column, ignore_null_updates);
+    PERFORM scd2._registry_store_inferred(dimension, inferred_column);
+    RETURN dimension;
+END
+$register$;
+COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text, text, boolean, name, name, name[]) IS
+    'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';

@@ -41,6 +41,8 @@ PG_FUNCTION_INFO_V1(scd2_registry_store_guard);
 PG_FUNCTION_INFO_V1(scd2_registry_store_missing_columns);
 PG_FUNCTION_INFO_V1(scd2_registry_store_schema_change);
 PG_FUNCTION_INFO_V1(scd2_registry_store_order_free);
+PG_FUNCTION_INFO_V1(scd2_registry_store_stream);
+PG_FUNCTION_INFO_V1(scd2_registry_store_inferred);
 
 static void
 require_owner(Oid relid)
@@ -511,6 +513,233 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static List *text_array_to_list(Datum arr);
+
+/*
+ * The roles of a registration's columns register has just stored, for the
+ * checks of the options stored after them: each column name with what it
+ * is ("business key", "tracked", ...), and whether it is order-free.
+ */
+typedef struct StoredRoles
+{
+	List	   *names;			/* char * */
+	List	   *roles;			/* const char * */
+	bool		tracked_all;	/* tracked is NULL: every shared column */
+	bool		order_free;
+	char	   *effective_column;
+} StoredRoles;
+
+static void
+add_roles(StoredRoles *r, HeapTuple tup, TupleDesc desc, int col, const char *role)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		return;
+	if (SPI_gettypeid(desc, col) == TEXTARRAYOID)
+	{
+		ListCell   *lc;
+
+		foreach(lc, text_array_to_list(d))
+		{
+			r->names = lappend(r->names, lfirst(lc));
+			r->roles = lappend(r->roles, (void *) role);
+		}
+		return;
+	}
+	r->names = lappend(r->names, SPI_getvalue(tup, desc, col));
+	r->roles = lappend(r->roles, (void *) role);
+}
+
+static StoredRoles *
+stored_roles(Oid dim_oid)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
+	StoredRoles *r = palloc0(sizeof(StoredRoles));
+	static const char *const roles[] = {"a business key column", "a tracked column",
+		"a Type 1 column", "the effective column", "the delete column", "the valid_from column",
+	"the valid_to column", "the is_current column", "the surrogate key column"};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	if (scd2_exec_catalog("SELECT d.business_key::pg_catalog.text[], d.tracked::pg_catalog.text[],"
+						  " d.type1::pg_catalog.text[], d.effective_column, d.delete_column,"
+						  " d.valid_from_column, d.valid_to_column, d.is_current_column,"
+						  " d.surrogate_key_column, d.order_free, d.tracked IS NULL"
+						  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
+						  "reading the registration just stored") != 1)
+		elog(ERROR, "scd2: dimension %s vanished from the registry while it was registered",
+			 scd2_relation_display_name(dim_oid));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	for (int i = 0; i < lengthof(roles); i++)
+		add_roles(r, tup, desc, i + 1, roles[i]);
+	r->order_free = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
+	r->tracked_all = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
+	r->effective_column = SPI_getvalue(tup, desc, 4);
+	return r;
+}
+
+/* The names of a name[] (a NULL element is refused). */
+static List *
+name_array_to_list(ArrayType *arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *out = NIL;
+
+	deconstruct_array(arr, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		scd2_require_not_null(nulls[i], "an element of ignore_null_updates");
+		out = lappend(out, pstrdup(NameStr(*DatumGetName(elems[i]))));
+	}
+	return out;
+}
+
+/* What the column name is in the registration, or NULL. */
+static const char *
+stored_role_of(const StoredRoles *r, const char *name)
+{
+	ListCell   *ln,
+			   *lr;
+
+	forboth(ln, r->names, lr, r->roles)
+		if (strcmp((char *) lfirst(ln), name) == 0)
+		return (const char *) lfirst(lr);
+	return NULL;
+}
+
+static void
+refuse_option(Oid dim_oid, const char *option, const char *value, const char *detail, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid %s \"%s\" for dimension %s", option, value, scd2_relation_display_name(dim_oid)),
+			 errdetail("%s", detail),
+			 errhint("%s", hint)));
+}
+
+/*
+ * scd2._registry_store_stream(dimension, sequence_column,
+ * ignore_null_updates) (0.5, load/arrival.c): a change stream's options.
+ * Both need an order-free dimension: what orders one key's events at one
+ * instant, and what a partial update lays itself over, must hold across
+ * batches, and only the arrival memory keeps the events for that.  The
+ * sequence column is a staging column (checked by the load, which knows
+ * the staging table) that is none of the registration's own columns; the
+ * columns that ignore NULL updates are the dimension's tracked or Type 1
+ * columns.  Checked against the registration register has just stored.
+ */
+Datum
+scd2_registry_store_stream(PG_FUNCTION_ARGS)
+{
+	Oid			dim_oid;
+	StoredRoles *r;
+	char	   *seq = PG_ARGISNULL(1) ? NULL : NameStr(*PG_GETARG_NAME(1));
+	List	   *ignore = NIL;
+	ListCell   *lc;
+
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
+	dim_oid = PG_GETARG_OID(0);
+	require_owner(dim_oid);
+	if (!PG_ARGISNULL(2))
+		ignore = name_array_to_list(PG_GETARG_ARRAYTYPE_P(2));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	r = stored_roles(dim_oid);
+	if ((seq != NULL || ignore != NIL) && !r->order_free)
+		refuse_option(dim_oid, seq ? "sequence_column" : "ignore_null_updates",
+					  seq ? seq : (char *) linitial(ignore),
+					  "A sequence and partial updates need an order-free dimension: the order of one key's events, and the state a partial update lays itself over, must hold across batches, and the arrival memory keeps them.",
+					  "Register it with order_free => true (the default for an effective column in incremental mode).");
+	if (seq != NULL && stored_role_of(r, seq) != NULL)
+		refuse_option(dim_oid, "sequence_column", seq,
+					  psprintf("%s is %s of the registration; the sequence orders events and is none of those.",
+							   quote_identifier(seq), stored_role_of(r, seq)),
+					  "Name the staging column that holds the events' order (an LSN, an offset, a version counter).");
+	foreach(lc, ignore)
+	{
+		char	   *col = lfirst(lc);
+		const char *role = stored_role_of(r, col);
+		AttrNumber	att = get_attnum(dim_oid, col);
+
+		if (att == InvalidAttrNumber)
+			refuse_option(dim_oid, "ignore_null_updates", col,
+						  psprintf("%s has no column %s.", scd2_relation_display_name(dim_oid), quote_identifier(col)),
+						  "List the dimension's tracked or Type 1 columns whose NULL means \"unchanged\".");
+		if (seq != NULL && strcmp(col, seq) == 0)
+			role = "the sequence column";
+		if (role != NULL && strcmp(role, "a tracked column") != 0 && strcmp(role, "a Type 1 column") != 0)
+			refuse_option(dim_oid, "ignore_null_updates", col,
+						  psprintf("%s is %s; only tracked and Type 1 columns take partial updates.",
+								   quote_identifier(col), role),
+						  "List the dimension's tracked or Type 1 columns whose NULL means \"unchanged\".");
+		if (role == NULL && !r->tracked_all)
+			refuse_option(dim_oid, "ignore_null_updates", col,
+						  psprintf("%s is neither tracked nor Type 1 in this registration.", quote_identifier(col)),
+						  "List the dimension's tracked or Type 1 columns whose NULL means \"unchanged\".");
+		for (ListCell *l2 = lnext(ignore, lc); l2 != NULL; l2 = lnext(ignore, l2))
+			if (strcmp(col, (char *) lfirst(l2)) == 0)
+				refuse_option(dim_oid, "ignore_null_updates", col,
+							  psprintf("%s is listed twice.", quote_identifier(col)),
+							  "List each column once.");
+	}
+	store_option(dim_oid, "sequence_column", NAMEOID, seq ? PG_GETARG_DATUM(1) : (Datum) 0, seq == NULL);
+	store_option(dim_oid, "ignore_null_updates", NAMEARRAYOID,
+				 PG_ARGISNULL(2) ? PointerGetDatum(construct_empty_array(NAMEOID)) : PG_GETARG_DATUM(2), false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * scd2._registry_store_inferred(dimension, inferred_column) (0.5,
+ * history/infer.c): the boolean column of the dimension that flags
+ * inferred members, none of the registration's other columns (a load
+ * clears it; it is never a change).
+ */
+Datum
+scd2_registry_store_inferred(PG_FUNCTION_ARGS)
+{
+	Oid			dim_oid;
+	char	   *col = PG_ARGISNULL(1) ? NULL : NameStr(*PG_GETARG_NAME(1));
+
+	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
+	dim_oid = PG_GETARG_OID(0);
+	require_owner(dim_oid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	if (col != NULL)
+	{
+		StoredRoles *r = stored_roles(dim_oid);
+		AttrNumber	att = get_attnum(dim_oid, col);
+		const char *role = stored_role_of(r, col);
+
+		if (att == InvalidAttrNumber)
+			refuse_option(dim_oid, "inferred_column", col,
+						  psprintf("%s has no column %s.", scd2_relation_display_name(dim_oid), quote_identifier(col)),
+						  "Add a boolean column to flag inferred members (ALTER TABLE ... ADD COLUMN is_inferred boolean NOT NULL DEFAULT false), then register again.");
+		if (get_atttype(dim_oid, att) != BOOLOID)
+			refuse_option(dim_oid, "inferred_column", col,
+						  psprintf("%s is of type %s, not boolean.", quote_identifier(col),
+								   format_type_be(get_atttype(dim_oid, att))),
+						  "Flag inferred members in a boolean column.");
+		if (role != NULL)
+			refuse_option(dim_oid, "inferred_column", col,
+						  psprintf("%s is %s; the flag of inferred members is a column of its own.",
+								   quote_identifier(col), role),
+						  "Add a boolean column to flag inferred members and name it.");
+	}
+	store_option(dim_oid, "inferred_column", NAMEOID, col ? PG_GETARG_DATUM(1) : (Datum) 0, col == NULL);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
 /*
  * After a load changed a dimension's columns (load/schema.c: a widened
  * business key): the registered shape is the dimension's again, read from
@@ -604,7 +833,8 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 
 	/*
 	 * detect (0.3), max_close_fraction, missing_columns and
-	 * on_schema_change (0.4) are read
+	 * on_schema_change (0.4), inferred_column, sequence_column and
+	 * ignore_null_updates (0.5) are read
 	 * through to_jsonb: a registry of an older installation, before ALTER
 	 * EXTENSION scd2 UPDATE, has no such column and loads with value
 	 * detection, no close limit, and refuses a staging table that lacks a
@@ -621,7 +851,11 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 				 "       COALESCE(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'missing_columns', 'error'),"
 				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'on_schema_change',"
 				 "       COALESCE(CAST(pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'order_free' AS pg_catalog.bool), false),"
-				 "       %s"
+				 "       %s,"
+				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'inferred_column',"
+				 "       pg_catalog.to_jsonb(d) OPERATOR(pg_catalog.->>) 'sequence_column',"
+				 "       ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(pg_catalog.to_jsonb(d)"
+				 "             OPERATOR(pg_catalog.->) 'ignore_null_updates', '[]')))"
 				 "  FROM scd2.dimensions d WHERE dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 registry_shape_sql(),
 				 scd2_installed("dimensions", "created_indexes") ?
@@ -676,6 +910,10 @@ scd2_registry_read(Oid dim_oid, const char *dim_name)
 	reg->order_free = DatumGetBool(SPI_getbinval(tup, desc, 19, &isnull));
 	d = SPI_getbinval(tup, desc, 20, &isnull);
 	reg->created_indexes = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
+	/* 0.5's, read through to_jsonb: NULL and empty before the update */
+	reg->inferred_column = spi_text_or_null(tup, desc, 21);
+	reg->sequence_column = spi_text_or_null(tup, desc, 22);
+	reg->ignore_null_updates = text_array_to_list(SPI_getbinval(tup, desc, 23, &isnull));
 	return reg;
 }
 

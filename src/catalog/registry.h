@@ -38,6 +38,12 @@ typedef struct Scd2Registration
 	char	   *on_schema_change;	/* ignore, fail, append_new_columns,
 									 * sync_all_columns; NULL before 0.4 */
 	bool		order_free;		/* order_free (0.4) */
+	char	   *inferred_column;	/* 0.5: the flag of inferred members, or
+									 * NULL */
+	char	   *sequence_column;	/* 0.5: the staging column that orders a
+									 * key's events at one instant, or NULL */
+	List	   *ignore_null_updates;	/* 0.5: the columns whose NULL means
+										 * "unchanged" (names) */
 	Datum		created_indexes;	/* text[]: the indexes register created,
 									 * (Datum) 0 before 0.2 kept them */
 } Scd2Registration;
