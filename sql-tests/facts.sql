@@ -1,7 +1,9 @@
 -- Fact tables (issue 49, first part): scd2.register_fact, the temporal
 -- foreign-key check scd2.check_facts, and scd2.rekey_facts re-pointing the
 -- facts whose versions runs moved (a late change splitting history, a
--- revert), found from the change log through the fact's index.
+-- revert), found from the change log through the fact's index.  These
+-- fact tables are registered with maintain => false: facts_maintain.sql
+-- has the maintained ones.
 SET client_min_messages = warning;
 \set SHOW_CONTEXT never
 SET TimeZone = 'UTC';
@@ -47,7 +49,7 @@ CREATE ROLE facts_stranger;
 GRANT USAGE ON SCHEMA facts TO facts_stranger;
 SET ROLE facts_stranger;
 SELECT scd2.register_fact('facts.sales', 'facts.fdim', 'cust_sk', 'sold_at');   -- not the owner
-SELECT scd2._fact_store('facts.sales', 'facts.fdim', 'cust_sk', 'sold_at', NULL);
+SELECT scd2._fact_store('facts.sales', 'facts.fdim', 'cust_sk', 'sold_at', true, NULL);
 RESET ROLE;
 SELECT facts.refused_state() = s AS nothing_written FROM facts.before;
 -- Not registered yet:
@@ -55,13 +57,13 @@ SELECT * FROM scd2.check_facts('sales');
 SELECT scd2.rekey_facts('sales');
 
 -- Registered: an index on the surrogate key column is made.
-SELECT scd2.register_fact('sales', 'fdim', 'cust_sk', 'sold_at');
+SELECT scd2.register_fact('sales', 'fdim', 'cust_sk', 'sold_at', maintain => false);
 SELECT fact, dimension, surrogate_key_column, time_column, created_index,
        last_run_id = (SELECT max(run_id) FROM scd2.change_log_runs WHERE dimension = 'facts.fdim'::regclass) AS last_run_is_newest
   FROM scd2.fact_tables;
 SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'sales'::regclass ORDER BY 1;
 -- registered again: the index is there, none is made
-SELECT scd2.register_fact('sales', 'fdim', 'cust_sk', 'sold_at');
+SELECT scd2.register_fact('sales', 'fdim', 'cust_sk', 'sold_at', maintain => false);
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'sales'::regclass;
 SELECT * FROM scd2.check_facts('sales');
 -- a role with no privilege on the tables: refused, nothing written
@@ -171,7 +173,7 @@ CREATE TABLE rfact (region text, k1 int, rsk int, day date);
 INSERT INTO rfact SELECT r, k, NULL, date '2024-01-01' + d
   FROM (VALUES ('north', 1), ('south', 1), ('north', 2)) AS x(r, k), generate_series(0, 59, 3) d;
 UPDATE rfact SET rsk = scd2.asof('rdim', day, region, k1);
-SELECT scd2.register_fact('rfact', 'rdim', 'rsk', 'day');
+SELECT scd2.register_fact('rfact', 'rdim', 'rsk', 'day', maintain => false);
 -- late: north 1 changes on 2024-01-20, south 1 on 2024-02-10
 TRUNCATE rstg;
 INSERT INTO rstg VALUES ('north', 1, 'n1b', '2024-01-20'), ('south', 1, 's1b', '2024-02-10');
@@ -198,7 +200,7 @@ CALL scd2.apply('ostg', 'odim') \gset
 CREATE TABLE ofact (sk bigint, t timestamptz);
 INSERT INTO ofact SELECT NULL, timestamptz '2024-01-05' + d * interval '7 days' FROM generate_series(0, 11) d;
 UPDATE ofact SET sk = scd2.asof('odim', t, 1);
-SELECT scd2.register_fact('ofact', 'odim', 'sk', 't');
+SELECT scd2.register_fact('ofact', 'odim', 'sk', 't', maintain => false);
 TRUNCATE ostg;
 INSERT INTO ostg VALUES (1, 'b', '2024-02-01');
 CALL scd2.apply('ostg', 'odim') \gset

@@ -1485,8 +1485,10 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 REVOKE EXECUTE ON FUNCTION scd2._create_dimension(name, text, regclass, name[], name[], name[], name, name,
     text, name, name, name, name, text, boolean) FROM PUBLIC;
 -- Issue 49, first part: fact tables keyed to a dimension's versions --
--- scd2.register_fact, scd2.check_facts, scd2.rekey_facts (docs/FACTS.md).
--- Not built yet: inferred members, re-keying in the load's own transaction.
+-- scd2.register_fact, scd2.check_facts, scd2.rekey_facts (docs/FACTS.md);
+-- a maintained fact table (register_fact's maintain, the default) is
+-- re-keyed by every run that moves the dimension's history, in its own
+-- transaction (metric facts_rekeyed).  Not built yet: inferred members.
 ------------------------------------------------------------------------------
 CREATE TABLE scd2.fact_tables (
     fact                 regclass PRIMARY KEY,
@@ -1495,6 +1497,7 @@ CREATE TABLE scd2.fact_tables (
     time_column          name     NOT NULL,  -- the fact's instant: its key is the version valid then
     created_index        name,               -- the index on surrogate_key_column register_fact created
     last_run_id          bigint   NOT NULL DEFAULT 0,  -- the newest run or revert rekey_facts has seen
+    maintain             boolean  NOT NULL DEFAULT true, -- every run that moves the dimension's history re-keys the facts
     registered_by        name     NOT NULL DEFAULT current_user,
     registered_at        timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
@@ -1507,19 +1510,19 @@ REVOKE ALL ON scd2.fact_tables FROM PUBLIC;
 GRANT SELECT ON scd2.fact_tables TO PUBLIC;
 
 CREATE FUNCTION scd2._fact_validate(fact regclass, dimension regclass,
-        surrogate_key_column name, time_column name)
+        surrogate_key_column name, time_column name, maintain boolean)
 RETURNS void
 AS 'MODULE_PATHNAME', 'scd2_fact_validate'
 LANGUAGE C CALLED ON NULL INPUT STABLE;
-COMMENT ON FUNCTION scd2._fact_validate(regclass, regclass, name, name) IS
+COMMENT ON FUNCTION scd2._fact_validate(regclass, regclass, name, name, boolean) IS
     'internal: what scd2.register_fact refuses (the caller must own the fact table)';
 
 CREATE FUNCTION scd2._fact_store(fact regclass, dimension regclass,
-        surrogate_key_column name, time_column name, created_index name)
+        surrogate_key_column name, time_column name, maintain boolean, created_index name)
 RETURNS void
 AS 'MODULE_PATHNAME', 'scd2_fact_store'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
-COMMENT ON FUNCTION scd2._fact_store(regclass, regclass, name, name, name) IS
+COMMENT ON FUNCTION scd2._fact_store(regclass, regclass, name, name, boolean, name) IS
     'internal: stores a validated fact table registration (the caller must own the fact table)';
 
 CREATE FUNCTION scd2._fact_check_sql(fact regclass)
@@ -1530,7 +1533,7 @@ COMMENT ON FUNCTION scd2._fact_check_sql(regclass) IS
     'internal: the query of scd2.check_facts, which runs it as its caller';
 
 CREATE FUNCTION scd2.register_fact(fact regclass, dimension regclass,
-        surrogate_key_column name, time_column name)
+        surrogate_key_column name, time_column name, maintain boolean DEFAULT true)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -1539,7 +1542,7 @@ DECLARE
     v_att     smallint;
     v_idxname name;
 BEGIN
-    PERFORM scd2._fact_validate(fact, dimension, surrogate_key_column, time_column);
+    PERFORM scd2._fact_validate(fact, dimension, surrogate_key_column, time_column, maintain);
     -- rekey_facts finds the facts of a moved version through an index whose
     -- first column is the surrogate key column (any such index will do)
     SELECT a.attnum INTO v_att FROM pg_catalog.pg_attribute a
@@ -1552,11 +1555,11 @@ BEGIN
         v_idxname := scd2._choose_index_name(fact, 'scd2_fact');
         EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (%I)', v_idxname, fact, surrogate_key_column);
     END IF;
-    PERFORM scd2._fact_store(fact, dimension, surrogate_key_column, time_column, v_idxname);
+    PERFORM scd2._fact_store(fact, dimension, surrogate_key_column, time_column, maintain, v_idxname);
 END
 $$;
-COMMENT ON FUNCTION scd2.register_fact(regclass, regclass, name, name) IS
-    'registers a fact table whose surrogate_key_column holds the surrogate key of the dimension''s version valid at time_column; creates an index on that column if none';
+COMMENT ON FUNCTION scd2.register_fact(regclass, regclass, name, name, boolean) IS
+    'registers a fact table whose surrogate_key_column holds the surrogate key of the dimension''s version valid at time_column; creates an index on that column if none; maintain: every run that moves the dimension''s history re-keys the facts in its transaction';
 
 CREATE FUNCTION scd2.check_facts(fact regclass)
 RETURNS TABLE (surrogate_key bigint, at timestamptz, expected bigint, facts bigint)
@@ -1586,6 +1589,11 @@ AS 'MODULE_PATHNAME', 'scd2_fact_forget_dropped'
 LANGUAGE C STRICT VOLATILE;
 COMMENT ON FUNCTION scd2._fact_forget_dropped() IS
     'internal: removes fact table registrations whose fact table or dimension no longer exists';
+-- The facts a run re-keyed (its maintained fact tables), a metric of the
+-- audit row as the others (src/metrics.h).
+ALTER TABLE scd2.audit_log ADD COLUMN facts_rekeyed bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN scd2.audit_log.facts_rekeyed IS
+    'the facts of the dimension''s maintained fact tables the run re-keyed (scd2.register_fact(..., maintain => true))';
 CREATE OR REPLACE FUNCTION scd2._on_sql_drop()
 RETURNS event_trigger
 LANGUAGE plpgsql

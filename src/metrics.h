@@ -53,7 +53,8 @@
 	X(duplicates,    ("duplicate", "duplicates"), ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct) \
 	X(filled_in_place, ("filled in place", "filled in place"), NONZERO, SET,     "load_schema.c, scd2_schema_count_fills: Type 1 updates that gave a current version a column the load added") \
 	X(extended,      ("extended", "extended"), NONZERO, COUNTED,   "`_action = " WT_ACT_EXTEND) \
-	X(removed,       ("removed", "removed"), NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE)
+	X(removed,       ("removed", "removed"), NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE) \
+	X(facts_rekeyed, ("fact re-keyed", "facts re-keyed"), NONZERO, SET, "load/driver.c, from history/facts.c's scd2_facts_maintain: the facts of the dimension's maintained fact tables the run re-pointed (revert.c and rewind.c set their audit row's)")
 
 /* The field of Scd2Metrics. */
 #define SCD2_METRIC_FIELD(name, words, shown, source, how) int64 name;

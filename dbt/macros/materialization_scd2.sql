@@ -108,7 +108,7 @@
     {%- set words = name.replace('_', ' ') -%}
     {%- if value == 1 and words.endswith('s') -%}{%- set words = words[:-1] -%}{%- endif -%}
     {%- do m.parts.append(value ~ " " ~ words) -%}
-    {%- if name not in ['source_rows', 'unchanged', 'duplicates'] -%}
+    {%- if name not in ['source_rows', 'unchanged', 'duplicates', 'facts_rekeyed'] -%}
       {%- set m.written = m.written + value -%}
     {%- endif -%}
   {%- endfor -%}

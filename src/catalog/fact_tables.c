@@ -2,19 +2,22 @@
  * fact_tables.c -- the registry of fact tables (scd2.fact_tables):
  * every read and write of that table is here.
  *
- *   scd2._fact_validate(fact, dimension, surrogate_key_column, time_column)
+ *   scd2._fact_validate(fact, dimension, surrogate_key_column, time_column,
+ *                       maintain)
  *                      what scd2.register_fact refuses, before it makes
  *                      an index;
  *   scd2._fact_store(fact, dimension, surrogate_key_column, time_column,
- *                    created_index)
+ *                    maintain, created_index)
  *                      the registration, written by the extension owner
  *                      after the same checks;
  *   scd2._fact_check_sql(fact)
  *                      scd2.check_facts' query, which runs as its caller;
  *   scd2._fact_forget_dropped()
  *                      the sql_drop trigger's forgetting of fact tables;
- *   scd2_fact_read / scd2_fact_set_last_run
- *                      for scd2.rekey_facts (history/facts.c).
+ *   scd2_fact_read / scd2_fact_set_last_run / scd2_fact_maintained
+ *                      for scd2.rekey_facts and the runs that re-key
+ *                      their dimension's maintained fact tables
+ *                      (history/facts.c).
  *
  * A fact registration names the dimension, the fact's column holding the
  * dimension's surrogate key and the fact's time column; the fact's
@@ -33,6 +36,7 @@
 #include "utils/typcache.h"
 
 #include "catalog/registry.h"
+#include "citus/citus.h"
 #include "common/common.h"
 
 PG_FUNCTION_INFO_V1(scd2_fact_validate);
@@ -57,6 +61,38 @@ column_type(Oid rel, const char *col)
 	if (att == InvalidAttrNumber || att < 0)
 		return InvalidOid;
 	return get_atttype(rel, att);
+}
+
+/*
+ * A maintained fact table is re-keyed by an UPDATE that reads the
+ * dimension by business key and validity for each fact (history/facts.c):
+ * on Citus that statement is not known to be planned (a fact distributed
+ * by another column than the dimension's, a correlated subquery on a
+ * distributed table), so a maintained registration refuses a Citus fact
+ * table or dimension, naming it, rather than fail inside a load.
+ */
+void
+scd2_fact_refuse_citus_maintained(Oid fact, Oid dim)
+{
+	Oid			rels[2] = {fact, dim};
+
+	if (!scd2_citus_installed())
+		return;
+	for (int i = 0; i < 2; i++)
+	{
+		Scd2CitusTable t;
+
+		if (scd2_citus_table(rels[i], &t) == SCD2_CITUS_NONE)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("fact table %s cannot be maintained: %s %s is a Citus %s table",
+						scd2_relation_display_name(fact), i == 0 ? "fact table" : "dimension",
+						scd2_relation_display_name(rels[i]), scd2_citus_kind_name(&t)),
+				 errdetail("Facts are re-keyed in the run's transaction only on tables of one node; nothing was done."),
+				 errhint("Register it with scd2.register_fact(..., maintain => false) and call scd2.rekey_facts('%s') after the runs.",
+						 scd2_relation_display_name(fact))));
+	}
 }
 
 /*
@@ -135,7 +171,8 @@ validate(Oid fact, Oid dim, const char *sk, const char *time)
 static void
 require_args(FunctionCallInfo fcinfo, int n)
 {
-	static const char *const names[] = {"fact", "dimension", "surrogate_key_column", "time_column"};
+	static const char *const names[] = {"fact", "dimension", "surrogate_key_column", "time_column",
+	"maintain"};
 
 	for (int i = 0; i < n; i++)
 		scd2_require_not_null(PG_ARGISNULL(i), names[i]);
@@ -144,12 +181,14 @@ require_args(FunctionCallInfo fcinfo, int n)
 Datum
 scd2_fact_validate(PG_FUNCTION_ARGS)
 {
-	require_args(fcinfo, 4);
+	require_args(fcinfo, 5);
 	require_fact_owner(PG_GETARG_OID(0));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	(void) validate(PG_GETARG_OID(0), PG_GETARG_OID(1), NameStr(*PG_GETARG_NAME(2)),
 					NameStr(*PG_GETARG_NAME(3)));
+	if (PG_GETARG_BOOL(4))
+		scd2_fact_refuse_citus_maintained(PG_GETARG_OID(0), PG_GETARG_OID(1));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -164,17 +203,19 @@ scd2_fact_validate(PG_FUNCTION_ARGS)
 Datum
 scd2_fact_store(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[5] = {REGCLASSOID, REGCLASSOID, NAMEOID, NAMEOID, NAMEOID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[6] = {REGCLASSOID, REGCLASSOID, NAMEOID, NAMEOID, BOOLOID, NAMEOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
-	require_args(fcinfo, 4);
+	require_args(fcinfo, 5);
 	require_fact_owner(PG_GETARG_OID(0));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
 	(void) validate(PG_GETARG_OID(0), PG_GETARG_OID(1), NameStr(*PG_GETARG_NAME(2)),
 					NameStr(*PG_GETARG_NAME(3)));
-	for (int i = 0; i < 5; i++)
+	if (PG_GETARG_BOOL(4))
+		scd2_fact_refuse_citus_maintained(PG_GETARG_OID(0), PG_GETARG_OID(1));
+	for (int i = 0; i < 6; i++)
 	{
 		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
 		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
@@ -183,16 +224,16 @@ scd2_fact_store(PG_FUNCTION_ARGS)
 	scd2_lock_dimension(PG_GETARG_OID(1), NULL,
 						"scd2.register_fact waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was registered.");
 	scd2_exec_catalog("INSERT INTO scd2.fact_tables AS t (fact, dimension, surrogate_key_column,"
-					  " time_column, created_index, last_run_id)"
-					  " SELECT $1, $2, $3, $4, $5, COALESCE(pg_catalog.max(GREATEST(r.run_id, r.reverted_by)), 0)"
+					  " time_column, maintain, created_index, last_run_id)"
+					  " SELECT $1, $2, $3, $4, $5, $6, COALESCE(pg_catalog.max(GREATEST(r.run_id, r.reverted_by)), 0)"
 					  "   FROM scd2.change_log_runs r WHERE r.dimension OPERATOR(pg_catalog.=) $2"
 					  " ON CONFLICT (fact) DO UPDATE SET dimension = EXCLUDED.dimension,"
 					  "  surrogate_key_column = EXCLUDED.surrogate_key_column,"
-					  "  time_column = EXCLUDED.time_column,"
+					  "  time_column = EXCLUDED.time_column, maintain = EXCLUDED.maintain,"
 					  "  created_index = COALESCE(EXCLUDED.created_index, t.created_index),"
 					  "  last_run_id = EXCLUDED.last_run_id,"
 					  "  registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at",
-					  5, argtypes, values, nulls, false, SPI_OK_INSERT, "storing the fact table's registration");
+					  6, argtypes, values, nulls, false, SPI_OK_INSERT, "storing the fact table's registration");
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -212,9 +253,9 @@ scd2_fact_read(Oid fact)
 
 	scd2_check_relkind(fact, false);
 	scd2_exec_catalog("SELECT CAST(t.dimension AS pg_catalog.oid), CAST(t.surrogate_key_column AS pg_catalog.text),"
-					  " CAST(t.time_column AS pg_catalog.text), t.last_run_id"
+					  " CAST(t.time_column AS pg_catalog.text), t.last_run_id, t.maintain"
 					  " FROM scd2.fact_tables t WHERE t.fact OPERATOR(pg_catalog.=) $1",
-					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the fact table's registration");
+					  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the fact table's registration");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -225,6 +266,7 @@ scd2_fact_read(Oid fact)
 	f->sk = scd2_spi_text(0, 2);
 	f->time = scd2_spi_text(0, 3);
 	f->last_run = scd2_spi_int8(0, 4);
+	f->maintain = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
 	if (get_rel_relkind(f->dim) == '\0')
 		scd2_report_no_relation(f->dim);
 	f->dim_reg = validate(fact, f->dim, f->sk, f->time);
@@ -240,6 +282,30 @@ scd2_fact_set_last_run(Oid fact, int64 run_id)
 
 	scd2_exec_catalog("UPDATE scd2.fact_tables SET last_run_id = $2 WHERE fact OPERATOR(pg_catalog.=) $1",
 					  2, argtypes, values, NULL, false, SPI_OK_UPDATE, "remembering the last run re-keyed");
+}
+
+/*
+ * The maintained fact tables of a dimension, in OID order (NIL: none, or
+ * objects older than 0.5's maintain).  The caller is connected to SPI.
+ */
+List *
+scd2_fact_maintained(Oid dim)
+{
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1] = {ObjectIdGetDatum(dim)};
+	List	   *facts = NIL;
+	bool		isnull;
+
+	if (!scd2_installed("fact_tables", "maintain"))
+		return NIL;
+	scd2_exec_catalog("SELECT CAST(t.fact AS pg_catalog.oid) FROM scd2.fact_tables t"
+					  " WHERE t.dimension OPERATOR(pg_catalog.=) $1 AND t.maintain"
+					  " ORDER BY CAST(t.fact AS pg_catalog.oid)",
+					  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the maintained fact tables");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		facts = lappend_oid(facts, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																  SPI_tuptable->tupdesc, 1, &isnull)));
+	return facts;
 }
 
 /*

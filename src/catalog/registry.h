@@ -113,9 +113,12 @@ typedef struct Scd2FactRegistration
 	char	   *sk;				/* the fact's surrogate key column */
 	char	   *time;			/* the fact's time column */
 	int64		last_run;		/* the newest run or revert rekey_facts has seen */
+	bool		maintain;		/* re-keyed by every run that moves history */
 	Scd2Registration *dim_reg;	/* the dimension's registration */
 } Scd2FactRegistration;
 extern Scd2FactRegistration *scd2_fact_read(Oid fact);
+extern List *scd2_fact_maintained(Oid dim);
+extern void scd2_fact_refuse_citus_maintained(Oid fact, Oid dim);
 extern void scd2_fact_set_last_run(Oid fact, int64 run_id);
 extern void scd2_fact_append_valid_at(StringInfo buf, const Scd2FactRegistration *f,
 									  const char *dalias, const char *falias);

@@ -108,6 +108,23 @@ scd2_audit_write(Oid dim_oid, const char *dim_name, const char *stg_name, const 
 	return written;
 }
 
+/*
+ * The facts a revert or rewind re-keyed (facts.c), written into its audit
+ * row after the row (the runs it undid are marked reverted by the row's
+ * run id, which the re-keying reads), as the extension owner.
+ */
+void
+scd2_audit_set_facts_rekeyed(int64 run_id, int64 facts)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		values[2] = {Int64GetDatum(run_id), Int64GetDatum(facts)};
+
+	if (facts == 0)
+		return;
+	scd2_exec_catalog("UPDATE scd2.audit_log SET facts_rekeyed = $2 WHERE run_id OPERATOR(pg_catalog.=) $1",
+					  2, argtypes, values, NULL, false, SPI_OK_UPDATE, "writing the facts re-keyed into the audit row");
+}
+
 #define NOTICE_METRIC(name, words, shown, source, how) \
 	if (SCD2_METRIC_SHOWN(shown, m->name)) \
 		appendStringInfo(&buf, "%s%lld %s", buf.len > 0 ? ", " : "", (long long) m->name, \

@@ -18,6 +18,15 @@
  * cannot say which versions moved: refused, unless full => true, which
  * compares every fact (a scan) as scd2.check_facts does.
  *
+ * A maintained fact table (register_fact's maintain) is re-keyed the same
+ * way by every run of its dimension, in the run's transaction, after its
+ * write: scd2_facts_require_maintainable checks, before the run writes
+ * anything, what the re-keying will need; scd2_facts_maintain re-keys
+ * (rekey below, the code scd2.rekey_facts runs too) and advances each
+ * fact table's last run, so rekey_facts does not do it again.  The load
+ * (load/driver.c) calls both, and so do scd2.revert (revert.c) and
+ * scd2.rewind (rewind.c).
+ *
  * Who runs as whom: the checks as the caller (SELECT and UPDATE on the
  * fact table, SELECT on the dimension, row security), the change log read
  * as the extension owner (scd2's own tables), the UPDATE as the fact
@@ -38,6 +47,7 @@
 
 #include "catalog/registry.h"
 #include "common/common.h"
+#include "history/history.h"
 
 PG_FUNCTION_INFO_V1(scd2_rekey_facts);
 
@@ -60,6 +70,10 @@ typedef struct RekeyRuns
 	bool		pruned;			/* ... pruned (else not kept) */
 } RekeyRuns;
 
+/*
+ * (Read-write, as the reads below: a new snapshot that sees what the run
+ * calling scd2_facts_maintain has just written in this transaction.)
+ */
 static void
 read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
 {
@@ -75,7 +89,7 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
 					  "   FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL))[1]"
 					  " FROM scd2.change_log_runs r WHERE r.dimension OPERATOR(pg_catalog.=) $1"
 					  "  AND GREATEST(r.run_id, r.reverted_by) OPERATOR(pg_catalog.>) $2",
-					  2, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the runs since the last re-keying");
+					  2, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the runs since the last re-keying");
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	r->run_ids = isnull ? (Datum) 0 : datumCopy(d, false, -1);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
@@ -112,7 +126,7 @@ moved_keys(Datum run_ids, Datum *sks, Datum *bks)
 							   "  ROWS FROM (pg_catalog.unnest(b.surrogate_keys), pg_catalog.unnest(b.actions)) AS u(sk, act)"
 							   "  WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1)"
 							   "    AND u.act OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'd']::pg_catalog.\"char\"[])" : ""),
-					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the versions the runs moved");
+					  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the versions the runs moved");
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		return false;
@@ -196,44 +210,23 @@ rekey_full_sql(const Scd2FactRegistration *f)
 					scd2_relation_display_name(f->fact), fsk, expected, dim, dsk, fsk, fsk, expected);
 }
 
-Datum
-scd2_rekey_facts(PG_FUNCTION_ARGS)
+/*
+ * Re-key fact table f (owned by owner) after the runs since its last one:
+ * the facts of the versions they moved (full: every fact), as the fact
+ * table's owner; the fact table's last run advanced.  The caller has
+ * checked the privileges and row security and holds the dimension's lock;
+ * it is connected to SPI.  Returns the number of facts changed.
+ */
+static int64
+rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 {
-	Oid			fact;
-	bool		full;
-	Scd2FactRegistration *f;
-	Oid			owner;
-	char	   *fname,
-			   *dname;
+	char	   *fname = scd2_relation_display_name(f->fact);
 	RekeyRuns	runs;
 	int64		changed = 0;
 	Datum		values[2];
 	Oid			argtypes[2] = {INT8ARRAYOID, JSONBARRAYOID};
 	char	   *sql = NULL;
 	int			nest;
-
-	scd2_require_not_null(PG_ARGISNULL(0), "fact");
-	fact = PG_GETARG_OID(0);
-	full = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "scd2: SPI_connect failed");
-	f = scd2_fact_read(fact);
-	owner = scd2_relation_owner(fact);
-	fname = scd2_relation_display_name(fact);
-	dname = scd2_relation_display_name(f->dim);
-
-	require_privilege(fact, GetUserId(), ACL_SELECT | ACL_UPDATE, "fact table",
-					  "scd2.rekey_facts needs SELECT and UPDATE on the fact table.");
-	require_privilege(f->dim, GetUserId(), ACL_SELECT, "dimension",
-					  "scd2.rekey_facts needs SELECT on the dimension of the fact table.");
-	require_privilege(f->dim, owner, ACL_SELECT, "dimension",
-					  psprintf("The facts are re-keyed as the fact table's owner, role %s, which has no SELECT on the dimension.",
-							   GetUserNameFromId(owner, false)));
-	scd2_lock_dimension(f->dim, dname,
-						"scd2.rekey_facts waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was re-keyed.");
-	scd2_refuse_row_security(fact, owner, "fact table", "scd2.rekey_facts");
-	scd2_refuse_row_security(f->dim, owner, "dimension", "scd2.rekey_facts");
-	scd2_require_registered_shape(f->dim, dname, false);
 
 	read_runs(f, &runs);
 	if (full)
@@ -243,7 +236,7 @@ scd2_rekey_facts(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot re-key fact table %s from the change log", fname),
 				 errdetail("Run %lld of dimension %s, newer than the last re-keying, has no change log (%s), so which versions it moved is not known; nothing was re-keyed.",
-						   (long long) runs.unreadable, dname,
+						   (long long) runs.unreadable, scd2_relation_display_name(f->dim),
 						   runs.pruned ? "pruned" : "loaded with scd2.change_log = off"),
 				 errhint("Run SELECT * FROM scd2.check_facts('%s') to see the facts keyed to the wrong version, and SELECT scd2.rekey_facts('%s', full => true), which compares every fact.",
 						 fname, fname)));
@@ -266,7 +259,122 @@ scd2_rekey_facts(PG_FUNCTION_ARGS)
 		AtEOXact_GUC(true, nest);
 	}
 	if (runs.newest != f->last_run)
-		scd2_fact_set_last_run(fact, runs.newest);
+		scd2_fact_set_last_run(f->fact, runs.newest);
+	return changed;
+}
+
+/*
+ * Refuse a run of dimension dim (entry names it in the messages: "A load",
+ * "scd2.revert", "scd2.rewind") that would leave a maintained fact table
+ * keyed wrongly or re-key it with rights the caller does not have: called
+ * under the dimension's lock, before the run writes anything.  A load
+ * (logged: whether it keeps a change log) must keep one.  The caller is
+ * connected to SPI.
+ */
+void
+scd2_facts_require_maintainable(Oid dim, const char *entry, bool load, bool logged)
+{
+	ListCell   *lc;
+
+	foreach(lc, scd2_fact_maintained(dim))
+	{
+		Oid			fact = lfirst_oid(lc);
+		Oid			owner = scd2_relation_owner(fact);
+		char	   *fname = scd2_relation_display_name(fact);
+		char	   *dname = scd2_relation_display_name(dim);
+		AclMode		missing = (ACL_SELECT | ACL_UPDATE) &
+			~pg_class_aclmask(fact, GetUserId(), ACL_SELECT | ACL_UPDATE, ACLMASK_ALL);
+
+		/* its columns as registered (a column retyped since is refused) */
+		(void) scd2_fact_read(fact);
+		scd2_fact_refuse_citus_maintained(fact, dim);
+		if (missing != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for fact table %s", fname),
+					 errdetail("Fact table %s is maintained with dimension %s: %s re-keys its facts in the same transaction, which needs SELECT and UPDATE on it; missing:%s%s. Nothing was done.",
+							   fname, dname, entry,
+							   (missing & ACL_SELECT) ? " SELECT" : "",
+							   (missing & ACL_UPDATE) ? " UPDATE" : ""),
+					 errhint("Grant SELECT and UPDATE on %s to role \"%s\", or register the fact table with scd2.register_fact(..., maintain => false) and re-key it with scd2.rekey_facts('%s').",
+							 fname, GetUserNameFromId(GetUserId(), false), fname)));
+		if (pg_class_aclcheck(dim, owner, ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for dimension %s", dname),
+					 errdetail("The facts of maintained fact table %s are re-keyed as its owner, role %s, which has no SELECT on the dimension. Nothing was done.",
+							   fname, GetUserNameFromId(owner, false)),
+					 errhint("Grant SELECT on %s to role \"%s\", or register the fact table with maintain => false.",
+							 dname, GetUserNameFromId(owner, false))));
+		scd2_refuse_row_security(fact, owner, "fact table", entry);
+		scd2_refuse_row_security(dim, owner, "dimension", entry);
+		if (load && !logged)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot load dimension %s with scd2.change_log = off: fact table %s is maintained",
+							dname, fname),
+					 errdetail("The facts of a maintained fact table are re-keyed from the run's change log, which says which versions the run moved; without it they would be left keyed to versions that no longer cover them. Nothing was loaded."),
+					 errhint("Load with scd2.change_log = on, or register the fact table with scd2.register_fact(..., maintain => false) and re-key it with scd2.rekey_facts('%s', full => true) after the load.",
+							 fname)));
+	}
+}
+
+/*
+ * Re-key the maintained fact tables of dimension dim after a run moved its
+ * history (its change log and marks written); returns the facts changed.
+ * The caller has called scd2_facts_require_maintainable under the lock it
+ * still holds, and is connected to SPI.
+ */
+int64
+scd2_facts_maintain(Oid dim)
+{
+	ListCell   *lc;
+	int64		changed = 0;
+
+	foreach(lc, scd2_fact_maintained(dim))
+	{
+		Oid			fact = lfirst_oid(lc);
+
+		changed += rekey(scd2_fact_read(fact), scd2_relation_owner(fact), false);
+	}
+	return changed;
+}
+
+Datum
+scd2_rekey_facts(PG_FUNCTION_ARGS)
+{
+	Oid			fact;
+	bool		full;
+	Scd2FactRegistration *f;
+	Oid			owner;
+	char	   *dname;
+	int64		changed;
+
+	scd2_require_not_null(PG_ARGISNULL(0), "fact");
+	fact = PG_GETARG_OID(0);
+	full = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "scd2: SPI_connect failed");
+	f = scd2_fact_read(fact);
+	owner = scd2_relation_owner(fact);
+	dname = scd2_relation_display_name(f->dim);
+
+	require_privilege(fact, GetUserId(), ACL_SELECT | ACL_UPDATE, "fact table",
+					  "scd2.rekey_facts needs SELECT and UPDATE on the fact table.");
+	require_privilege(f->dim, GetUserId(), ACL_SELECT, "dimension",
+					  "scd2.rekey_facts needs SELECT on the dimension of the fact table.");
+	require_privilege(f->dim, owner, ACL_SELECT, "dimension",
+					  psprintf("The facts are re-keyed as the fact table's owner, role %s, which has no SELECT on the dimension.",
+							   GetUserNameFromId(owner, false)));
+	scd2_lock_dimension(f->dim, dname,
+						"scd2.rekey_facts waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was re-keyed.");
+	scd2_refuse_row_security(fact, owner, "fact table", "scd2.rekey_facts");
+	scd2_refuse_row_security(f->dim, owner, "dimension", "scd2.rekey_facts");
+	scd2_require_registered_shape(f->dim, dname, false);
+
+	/* read again under the lock: a run of the dimension may have re-keyed it */
+	f = scd2_fact_read(fact);
+	changed = rekey(f, owner, full);
 	SPI_finish();
 	PG_RETURN_INT64(changed);
 }

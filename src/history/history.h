@@ -128,8 +128,17 @@ extern int64 scd2_audit_write(Oid dim_oid, const char *dim_name, const char *stg
 							  const char *status, TimestampTz effective_at,
 							  TimestampTz started_at, const Scd2Metrics *m,
 							  const char *message, const char *schema_note, int64 run_id);
+extern void scd2_audit_set_facts_rekeyed(int64 run_id, int64 facts);
 extern void scd2_notice_metrics(const char *dim_name, const Scd2Metrics *m,
 								bool dry_run, const char *schema_note);
+
+/*
+ * facts.c: a dimension's maintained fact tables, re-keyed by each run that
+ * moves its history (the load, revert.c, rewind.c): the checks under the
+ * lock before the run writes, then the re-keying after its write.
+ */
+extern void scd2_facts_require_maintainable(Oid dim, const char *entry, bool load, bool logged);
+extern int64 scd2_facts_maintain(Oid dim);
 
 /* commit_stamp.c */
 extern void scd2_commit_stamp_remember(int64 run_id);

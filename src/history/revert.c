@@ -30,7 +30,9 @@
  *      the keys the run touched now have overlapping versions (a version
  *      added by hand since, where the restored one reopens);
  *   5. write the revert's own audit row (status 'revert'), mark the run
- *      'reverted'.
+ *      'reverted';
+ *   6. re-key the dimension's maintained fact tables (facts.c; checked in
+ *      2), their count into the audit row (facts_rekeyed).
  * Everything happens in the caller's transaction: a refused or failed
  * revert writes nothing.
  *
@@ -710,6 +712,7 @@ scd2_revert(PG_FUNCTION_ARGS)
 	int64		deleted = 0;
 	int64		restored = 0;
 	int64		revert_id;
+	int64		facts;
 	Scd2Metrics none;
 	int			pin;
 
@@ -739,6 +742,8 @@ scd2_revert(PG_FUNCTION_ARGS)
 						"The revert waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was reverted.");
 	scd2_refuse_row_security(run.dim_oid, scd2_relation_owner(run.dim_oid), "dimension", "scd2.revert");
 	scd2_require_registered_shape(run.dim_oid, dim_name, true);
+	/* the maintained fact tables it re-keys (facts.c) */
+	scd2_facts_require_maintainable(run.dim_oid, "scd2.revert", false, true);
 	scd2_revert_read_run(run_id, false, &run);
 	scd2_revert_require_revertible(&run);
 
@@ -764,9 +769,13 @@ scd2_revert(PG_FUNCTION_ARGS)
 										  (long long) run_id, (long long) deleted, (long long) restored),
 								 NULL, 0);
 	mark_reverted(run_id, revert_id);
+	/* 6. the maintained fact tables follow the history back (facts.c) */
+	facts = scd2_facts_maintain(run.dim_oid);
+	scd2_audit_set_facts_rekeyed(revert_id, facts);
 	ereport(NOTICE,
-			(errmsg("scd2: %s: reverted run %lld: %lld rows deleted, %lld rows restored",
-					dim_name, (long long) run_id, (long long) deleted, (long long) restored)));
+			(errmsg("scd2: %s: reverted run %lld: %lld rows deleted, %lld rows restored%s",
+					dim_name, (long long) run_id, (long long) deleted, (long long) restored,
+					facts > 0 ? psprintf(", %lld fact%s re-keyed", (long long) facts, facts == 1 ? "" : "s") : "")));
 
 	scd2_unpin(pin);
 	SPI_finish();

@@ -20,7 +20,9 @@
  *      as revert requires); rows changed by hand since are found here and
  *      roll the whole rewind back;
  *   5. one audit row for the rewind (status 'revert'), and each undone run
- *      marked reverted by it.
+ *      marked reverted by it;
+ *   6. the dimension's maintained fact tables re-keyed (facts.c; checked
+ *      in 1, under the lock), their count into the audit row.
  * Everything happens in the caller's transaction.  The statements that
  * touch the dimension are revert's: as the dimension's owner, in a
  * security-restricted operation.
@@ -175,6 +177,7 @@ undo_runs(Rewind *rw, TimestampTz started_at)
 	int64		deleted = 0;
 	int64		restored = 0;
 	int64		rewind_id;
+	int64		facts;
 	char	   *message;
 	Scd2Metrics none;
 
@@ -196,7 +199,12 @@ undo_runs(Rewind *rw, TimestampTz started_at)
 	rewind_id = scd2_audit_write(rw->dim_oid, rw->dim_name, "", "revert", started_at, started_at, &none, message, NULL, 0);
 	for (int i = 0; i < rw->nruns; i++)
 		scd2_revert_mark_reverted(rw->runs[i].run_id, rewind_id);
-	ereport(NOTICE, (errmsg("scd2: %s: %s", rw->dim_name, message)));
+	/* the maintained fact tables follow the history back (facts.c) */
+	facts = scd2_facts_maintain(rw->dim_oid);
+	scd2_audit_set_facts_rekeyed(rewind_id, facts);
+	ereport(NOTICE, (errmsg("scd2: %s: %s%s", rw->dim_name, message,
+							facts > 0 ? psprintf(", %lld fact%s re-keyed", (long long) facts,
+												 facts == 1 ? "" : "s") : "")));
 	return rw->nruns;
 }
 
@@ -234,6 +242,8 @@ run_rewind(Oid dim_oid, int64 to_run, bool has_time, TimestampTz to_time)
 						"The rewind waited lock_timeout (%s) for the SHARE ROW EXCLUSIVE lock on dimension %s; nothing was rewound.");
 	/* REPEATABLE READ, SERIALIZABLE: the transaction's snapshot must see the dimension as it is */
 	scd2_refuse_stale_snapshot(dim_oid, rw.dim_name, GetTransactionSnapshot(), "nothing was rewound");
+	/* the maintained fact tables it re-keys (facts.c) */
+	scd2_facts_require_maintainable(dim_oid, "scd2.rewind", false, true);
 
 	/*
 	 * Everything from here on reads what committed before the lock was

@@ -19,7 +19,9 @@
  *      than the registered max_close_fraction allows), then write it with ONE MERGE whose processed count must
  *      equal the classified writes (on Citus: closes + inserts, and the
  *      reads go to local images; citus_load.c);
- *   6. read the change feed back if the caller wants it.
+ *   6. read the change feed back if the caller wants it;
+ *   7. re-key the dimension's maintained fact tables (history/facts.c:
+ *      checked in 1, under the lock, before anything is written).
  * A first load into an empty dimension does 4-6 its own way, with one
  * INSERT and the indexes built afterwards (first_load.c).
  * Any error rolls back everything the load did.
@@ -104,6 +106,13 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	}
 	res->run_id = st.run_id;
 	close_load(&st, &oc);
+
+	/*
+	 * 7. The maintained fact tables re-keyed from the run's change log, as
+	 * their owners, in the load's transaction (history/facts.c).
+	 */
+	if (!req->dry_run)
+		m->facts_rekeyed = scd2_facts_maintain(req->dim_oid);
 }
 
 /* Before the lock: the instant, the relations, the caller's privileges. */
@@ -132,6 +141,9 @@ become_owner(const Scd2LoadRequest *req, OwnerContext *oc)
 	/* no staging view of a role the owner does not trust (trust.c) */
 	scd2_trust_staging_relation(req->stg_oid, scd2_relation_owner(req->dim_oid),
 								scd2_relation_display_name(req->dim_oid));
+	/* what re-keying the maintained fact tables will need (history/facts.c) */
+	if (!req->dry_run)
+		scd2_facts_require_maintainable(req->dim_oid, "A load", true, scd2_change_log);
 
 	/* From here on the load runs as the dimension's owner (see above). */
 	scd2_owner_enter(oc, scd2_relation_owner(req->dim_oid));

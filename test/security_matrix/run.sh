@@ -99,7 +99,18 @@ ENTRY_POINTS=(
     # m.dim applies to it as to any query)
     "register_fact|SELECT scd2.register_fact('m.fact', 'm.dim', 'sk', 't');|0"
     "check_facts|SELECT count(*) FROM scd2.check_facts('m.fact');|1"
-    "rekey_facts|SELECT scd2.rekey_facts('m.fact', full => true);@@\\if :ERROR@@\\else@@SELECT NOT EXISTS (SELECT FROM scd2.check_facts('m.fact')) AS post \\gset@@\\endif|0"
+    "rekey_facts|SELECT scd2.rekey_facts('m.fact', full => true);@@\\if :ERROR@@\\else@@SELECT NOT EXISTS (SELECT FROM scd2.check_facts('m.fact')) AS post \\gset@@\\endif|0|UPDATE m.fact SET sk = (SELECT min(d.sk) FROM m.dim d WHERE d.valid_to IS NOT NULL AND d.k = (SELECT v.k FROM m.dim v WHERE v.sk = m.fact.sk));"
+    # (its prep, as the owner, keys the fact to a closed version of its key:
+    # every load re-keys m.fact already, see below)
+    # m.fact is maintained (register_fact's default): every load, revert and
+    # rewind above re-keys it in its transaction, as its owner; here the
+    # callers lose UPDATE on it (the prep, last: it stays revoked; the fact
+    # a refused rekey_facts cell left keyed wrongly is fixed first) and key
+    # 1, whose current version the fact names, changes again: a load by a
+    # caller without UPDATE is refused before it writes anything, naming the
+    # fact table, and an allowed one re-keys the fact (its trigger, in every
+    # kind's FIRES, runs as the fact table's owner, restricted)
+    "apply_maintained_no_update|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT NOT EXISTS (SELECT FROM scd2.check_facts('m.fact')) AS post \\gset@@\\endif|0|DO \$\$ BEGIN PERFORM scd2.rekey_facts('m.fact', full => true); END \$\$; REVOKE UPDATE ON m.fact FROM regress_mx_grantee, regress_mx_limited; UPDATE STG SET city = city || ' again' WHERE k = (SELECT d.k FROM m.dim d JOIN m.fact f ON f.sk = d.sk);"
 )
 OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size register_fact "
 
@@ -233,7 +244,8 @@ CALLERS=(
     "limited|regress_mx_limited"
 )
 
-# expect ENTRY KIND CALLER: ok, refused_owner, refused_rls or refused_unsafe.
+# expect ENTRY KIND CALLER: ok, refused_owner, refused_rls, refused_unsafe or
+# refused_fact.
 expect() {
     local entry=$1 kind=$2 caller=$3 runs_as_caller=$4
     case "$OWNER_ONLY" in *" $entry "*)
@@ -251,6 +263,10 @@ expect() {
         # owner, which no policy limits: refused
         case $entry in dimension_at|check_facts) echo ok ;; *) echo refused_rls ;; esac
         return
+    fi
+    # a maintained fact table the caller may not update
+    if [ "$entry" = apply_maintained_no_update ] && [ "$caller" = grantee ]; then
+        echo refused_fact; return
     fi
     echo ok
 }
@@ -283,7 +299,7 @@ for kind in "${KINDS[@]}"; do
     kind_sql=$("kind_$kind")
     STG_RESHAPE=
     "kind_$kind" >/dev/null   # sets KTYPE, KEYLIT, STG_TABLE, FIRES, STG_RESHAPE in this shell
-    FIRES="$FIRES rekey_facts"   # the fact table's trigger, every kind
+    FIRES="$FIRES rekey_facts apply_maintained_no_update"   # the fact table's trigger, every kind
     # apply_snapshots' extracts: m.stg's rows at the time in the cell's prelude
     if [ "$SNAPS_VIEW" = 1 ]; then
         snaps_sql="CREATE TABLE m.snap_at (t timestamptz); GRANT SELECT ON m.snap_at TO PUBLIC;
@@ -372,6 +388,8 @@ BEGIN
     ELSIF expected = 'refused_owner' AND msg NOT LIKE '%must be owner%' THEN
         RETURN 'refused for another reason: ' || msg;
     ELSIF expected = 'refused_unsafe' AND msg NOT LIKE '%cannot reconstruct dimension%' THEN
+        RETURN 'refused for another reason: ' || msg;
+    ELSIF expected = 'refused_fact' AND msg NOT LIKE 'permission denied for fact table m.fact%' THEN
         RETURN 'refused for another reason: ' || msg;
     END IF;
     IF failed AND (public.mx_state() <> before OR public.mx_errors() - errors_before NOT IN (0, 1)) THEN
