@@ -2,7 +2,9 @@
 # The README runs as written: every ```sql block of README.md is run, in
 # order, by psql (ON_ERROR_STOP) in one new database (scd2_readme), each
 # block one check, which fails when psql fails or when an output the block
-# shows in its comments is not what psql printed.
+# shows in its comments is not what psql printed.  docs/FACTS.md runs the
+# same way, in a database of its own (scd2_readme_facts) where scd2 is
+# created first.
 #
 # An output shown in a block is a run of comment lines directly after a
 # line that ends a statement (`;`): each line is `-- ` followed by what
@@ -22,13 +24,17 @@ root=$(cd "$here/../.." && pwd)
 SUITE=readme
 # shellcheck source=../integration/lib.sh
 source "$root/test/integration/lib.sh"
-DB=scd2_readme
+DBS="scd2_readme scd2_readme_facts"
 work=$(mktemp -d)
-trap 'rm -rf "$work"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1' EXIT
+trap 'rm -rf "$work"; for d in $DBS; do psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1; done' EXIT
 
-# Split README.md's sql blocks into $work/block.N.sql (N from 1), with
-# their first line numbers in $work/lines, and the outputs each shows into
-# $work/block.N.expected (runs separated by a line "\f").
+# run_doc DOC DB [SETUP]: split DOC's sql blocks into $work/block.N.sql (N
+# from 1), with their first line numbers in $work/lines, and the outputs
+# each shows into $work/block.N.expected (runs separated by a line "\f");
+# run them in a new database DB (after the statement SETUP).
+run_doc() {
+local doc=$1 DB=$2 setup=${3:-}
+rm -f "$work"/block.* "$work"/lines "$work"/count "$work"/out.* "$work"/err.* "$work"/all.*
 awk -v dir="$work" '
     /^```sql$/ { n++; f = dir "/block." n ".sql"; e = dir "/block." n ".expected";
                  printf "" > f; printf "" > e; print NR + 1 > (dir "/lines");
@@ -44,9 +50,34 @@ awk -v dir="$work" '
         inrun = 0
         prev_stmt = ($0 ~ /;[ \t]*$/)
     }
-    END { print n + 0 > (dir "/count") }' "$root/README.md"
+    END { print n + 0 > (dir "/count") }' "$root/$doc"
 blocks=$(cat "$work/count")
-[ "$blocks" -gt 0 ] || { not_ok "README.md has sql blocks"; finish; }
+[ "$blocks" -gt 0 ] || { not_ok "$doc has sql blocks"; return; }
+
+q postgres "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
+q postgres "CREATE DATABASE $DB" >/dev/null || { not_ok "create database $DB"; return; }
+if [ -n "$setup" ]; then
+    q $DB "$setup" >/dev/null || { not_ok "$doc: $setup"; return; }
+fi
+for n in $(seq 1 "$blocks"); do
+    line=$(sed -n "${n}p" "$work/lines")
+    what="$doc's sql block $n (line $line)"
+    if ! psql -X -q -v ON_ERROR_STOP=1 -d $DB -f "$work/block.$n.sql" >"$work/out.$n" 2>"$work/err.$n"; then
+        not_ok "$what runs" "$(cat "$work/err.$n")"
+        continue
+    fi
+    # psql -f names the file and line before a message
+    { cat "$work/out.$n"; sed -E 's/^psql:[^:]*:[0-9]+: //' "$work/err.$n"; } >"$work/all.$n"
+    if missing=$(found "$work/block.$n.expected" "$work/all.$n"); then
+        ok "$what runs and prints what it shows ($(grep -c $'^\f$' "$work/block.$n.expected") outputs)"
+    else
+        not_ok "$what prints what it shows" "shown, not printed:
+$missing
+printed:
+$(cat "$work/all.$n")"
+    fi
+done
+}
 
 # found EXPECTED ACTUAL: every run of EXPECTED is consecutive lines of ACTUAL;
 # prints the first run that is not.
@@ -73,26 +104,8 @@ found() {
         END { check(); exit bad }' "$2" "$1"
 }
 
-q postgres "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
-q postgres "CREATE DATABASE $DB" >/dev/null || { not_ok "create database $DB"; finish; }
-for n in $(seq 1 "$blocks"); do
-    line=$(sed -n "${n}p" "$work/lines")
-    what="README.md's sql block $n (line $line)"
-    if ! psql -X -q -v ON_ERROR_STOP=1 -d $DB -f "$work/block.$n.sql" >"$work/out.$n" 2>"$work/err.$n"; then
-        not_ok "$what runs" "$(cat "$work/err.$n")"
-        continue
-    fi
-    # psql -f names the file and line before a message
-    { cat "$work/out.$n"; sed -E 's/^psql:[^:]*:[0-9]+: //' "$work/err.$n"; } >"$work/all.$n"
-    if missing=$(found "$work/block.$n.expected" "$work/all.$n"); then
-        ok "$what runs and prints what it shows ($(grep -c $'^\f$' "$work/block.$n.expected") outputs)"
-    else
-        not_ok "$what prints what it shows" "shown, not printed:
-$missing
-printed:
-$(cat "$work/all.$n")"
-    fi
-done
+run_doc README.md scd2_readme
+run_doc docs/FACTS.md scd2_readme_facts "CREATE EXTENSION scd2"
 
 # Tables: a line starting with "|" after a blank line starts a table and
 # must be a header (the next line is "| --- |..."); no row twice in one table.
