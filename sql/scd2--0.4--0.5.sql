@@ -167,8 +167,10 @@ DECLARE
     v_idxname name;
 BEGIN
     PERFORM scd2._fact_validate(fact, dimension, surrogate_key_column, time_column, maintain);
-    -- rekey_facts finds the facts of a moved version through an index whose
-    -- first column is the surrogate key column (any such index will do)
+    -- the re-keying finds the facts of a moved version through an index
+    -- whose first column is the surrogate key column (any such index will
+    -- do; the one made here also has the time column, so that the facts
+    -- still inside their version's range are not read)
     SELECT a.attnum INTO v_att FROM pg_catalog.pg_attribute a
      WHERE a.attrelid = fact AND a.attname = surrogate_key_column;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_index i
@@ -177,7 +179,8 @@ BEGIN
                     WHERE i.indrelid = fact AND i.indkey[0] = v_att AND i.indpred IS NULL
                       AND i.indisvalid AND am.amname = 'btree') THEN
         v_idxname := scd2._choose_index_name(fact, 'scd2_fact');
-        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (%I)', v_idxname, fact, surrogate_key_column);
+        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (%I, %I)', v_idxname, fact, surrogate_key_column,
+                                  time_column);
     END IF;
     PERFORM scd2._fact_store(fact, dimension, surrogate_key_column, time_column, maintain, v_idxname);
 END

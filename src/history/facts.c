@@ -174,26 +174,48 @@ expected_sql(const Scd2FactRegistration *f, const char *kalias, bool positional)
 	return buf.data;
 }
 
-/* The UPDATE of the facts with the moved surrogate keys ($1 int8[], $2 jsonb[]). */
+/*
+ * The UPDATE of the facts with the moved surrogate keys ($1 int8[], $2
+ * jsonb[]).  A fact of a moved version that is still in the version's
+ * range now, [lo, hi), is still right: only the facts outside it (every
+ * fact of a version that is gone: lo = hi = infinity) are compared with
+ * the version valid at their time.  The two ranges are index conditions
+ * on the fact's (surrogate key, time) index register_fact makes, when
+ * the fact's time has the validity's type: a load that closes many
+ * versions at a time after their facts reads none of them.
+ */
 static char *
 rekey_moved_sql(const Scd2FactRegistration *f)
 {
 	const char *dim = scd2_relation_display_name(f->dim);
 	const char *fsk = quote_identifier(f->sk);
+	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
+	const char *vf = quote_identifier(f->dim_reg->valid_from);
+	const char *vt = quote_identifier(f->dim_reg->valid_to);
+	char	   *vtype = format_type_be_qualified(get_atttype(f->dim, get_attnum(f->dim, f->dim_reg->valid_from)));
+	char	   *inf = psprintf("CAST('infinity' AS %s)", vtype);
+	char	   *t = psprintf("CAST(CAST(f.%s AS pg_catalog.timestamptz) AS %s)", quote_identifier(f->time), vtype);
 	char	   *expected = expected_sql(f, "m", true);
 
 	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk"
 					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[])) AS x(sk, bk)"
 					"  ORDER BY x.sk, x.bk NULLS LAST),"
-					" m(s%s) AS (SELECT a.sk%s FROM a, pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk) j"
+					" m(s, lo, hi%s) AS (SELECT a.sk, COALESCE(v.%s, %s),"
+					"   CASE WHEN v.%s IS NULL THEN %s ELSE COALESCE(v.%s, %s) END%s"
+					"  FROM a CROSS JOIN LATERAL pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk) j"
+					"  LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
 					"  WHERE a.bk IS NOT NULL"
-					"  UNION ALL SELECT a.sk%s FROM a JOIN %s d ON d.%s OPERATOR(pg_catalog.=) a.sk"
+					"  UNION ALL SELECT a.sk, d.%s, COALESCE(d.%s, %s)%s FROM a JOIN %s d ON d.%s OPERATOR(pg_catalog.=) a.sk"
 					"  WHERE a.bk IS NULL)"
 					" UPDATE %s f SET %s = %s FROM m"
-					" WHERE f.%s OPERATOR(pg_catalog.=) m.s AND f.%s IS DISTINCT FROM %s",
-					key_list(f, NULL), key_list(f, "j"), dim, key_list(f, "d"), dim,
-					quote_identifier(f->dim_reg->surrogate_key),
-					scd2_relation_display_name(f->fact), fsk, expected, fsk, fsk, expected);
+					" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
+					"  AND (%s OPERATOR(pg_catalog.<) m.lo OR %s OPERATOR(pg_catalog.>=) m.hi)"
+					"  AND f.%s IS DISTINCT FROM %s",
+					key_list(f, NULL), vf, inf, dsk, inf, vt, inf, key_list(f, "j"), dim,
+					dim, dsk,
+					vf, vt, inf, key_list(f, "d"), dim, dsk,
+					scd2_relation_display_name(f->fact), fsk, expected,
+					fsk, t, t, fsk, expected);
 }
 
 /* The UPDATE of every fact (full => true): each fact's version gives its business key. */
