@@ -248,6 +248,23 @@ RESET client_min_messages;
 SELECT (SELECT count(*) FROM scd2.check_facts('ofact')) AS wrong,
        (SELECT count(*) FROM (SELECT * FROM ofact EXCEPT SELECT * FROM fm.okeying) x) AS not_as_before;
 
+-- 12. A fact time of another type than the validity (timestamp against
+--     timestamptz, read as scd2.asof reads it: in the session's TimeZone),
+--     and a date one: re-keyed the same way.
+CREATE TABLE tfact (sk bigint, t timestamp);
+INSERT INTO tfact SELECT scd2.asof('dim', t, 2), t FROM generate_series(timestamp '2024-01-02', '2024-04-30', interval '5 days') t;
+SELECT scd2.register_fact('tfact', 'dim', 'sk', 't');
+CREATE TABLE dfact (sk bigint, d date);
+INSERT INTO dfact SELECT scd2.asof('dim', d, 2), d FROM generate_series(timestamp '2024-01-02', '2024-04-30', interval '5 days') g, CAST(g AS date) d;
+SELECT scd2.register_fact('dfact', 'dim', 'sk', 'd');
+TRUNCATE stg;
+INSERT INTO stg VALUES (2, 'late2', '2024-02-10');
+SELECT count(*) FROM scd2.merge('stg', 'dim');
+SELECT (SELECT facts_rekeyed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1),
+       (SELECT count(*) FROM scd2.check_facts('tfact')) AS wrong_t, (SELECT count(*) FROM scd2.check_facts('dfact')) AS wrong_d,
+       (SELECT count(*) FROM tfact f JOIN dim d USING (sk) WHERE d.v = 'late2') AS t_late2,
+       (SELECT count(*) FROM dfact f JOIN dim d USING (sk) WHERE d.v = 'late2') AS d_late2;
+
 RESET ROLE;
 DROP SCHEMA fm CASCADE;
 DROP ROLE fm_loader;

@@ -175,14 +175,37 @@ expected_sql(const Scd2FactRegistration *f, const char *kalias, bool positional)
 }
 
 /*
+ * The key columns of the moved versions: from the dimension's row (alias
+ * v) when it is still there, else from the change log's business key
+ * (alias j).
+ */
+static char *
+key_list_either(const Scd2FactRegistration *f)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, f->dim_reg->business_key)
+	{
+		const char *k = quote_identifier((const char *) lfirst(lc));
+
+		appendStringInfo(&buf, ", CASE WHEN v.%s IS NULL THEN j.%s ELSE v.%s END",
+						 quote_identifier(f->dim_reg->surrogate_key), k, k);
+	}
+	return buf.data;
+}
+
+/*
  * The UPDATE of the facts with the moved surrogate keys ($1 int8[], $2
- * jsonb[]).  A fact of a moved version that is still in the version's
- * range now, [lo, hi), is still right: only the facts outside it (every
- * fact of a version that is gone: lo = hi = infinity) are compared with
- * the version valid at their time.  The two ranges are index conditions
- * on the fact's (surrogate key, time) index register_fact makes, when
- * the fact's time has the validity's type: a load that closes many
- * versions at a time after their facts reads none of them.
+ * jsonb[]).  A fact of a moved version that is still inside the version's
+ * range now, [lo, hi), is still right: only the facts before lo and from
+ * hi on (every fact of a version that is gone: lo = infinity, hi NULL)
+ * are compared with the version valid at their time.  When the fact's
+ * time has the validity's type, the two sides of the range are each a
+ * range condition on the fact's (surrogate key, time) index that
+ * register_fact makes -- one probe per side (s.after), which a load that
+ * closes versions after all their facts finds empty -- else a filter.
  */
 static char *
 rekey_moved_sql(const Scd2FactRegistration *f)
@@ -192,30 +215,50 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
 	const char *vf = quote_identifier(f->dim_reg->valid_from);
 	const char *vt = quote_identifier(f->dim_reg->valid_to);
-	char	   *vtype = format_type_be_qualified(get_atttype(f->dim, get_attnum(f->dim, f->dim_reg->valid_from)));
+	Oid			vtypid = get_atttype(f->dim, get_attnum(f->dim, f->dim_reg->valid_from));
+	Oid			ftypid = get_atttype(f->fact, get_attnum(f->fact, f->time));
+	char	   *vtype = format_type_be_qualified(vtypid);
 	char	   *inf = psprintf("CAST('infinity' AS %s)", vtype);
-	char	   *t = psprintf("CAST(CAST(f.%s AS pg_catalog.timestamptz) AS %s)", quote_identifier(f->time), vtype);
 	char	   *expected = expected_sql(f, "m", true);
+	char	   *sides;
 
+	if (ftypid == vtypid)
+	{
+		/* t < lo as t <= the instant before lo, so that both sides are ranges */
+		const char *before = vtypid == DATEOID ? "m.lo OPERATOR(pg_catalog.-) 1" :
+			"m.lo OPERATOR(pg_catalog.-) CAST('1 microsecond' AS pg_catalog.interval)";
+		const char *t = psprintf("f.%s", quote_identifier(f->time));
+
+		sides = psprintf(" CROSS JOIN (VALUES (false), (true)) AS s(after)"
+						 " WHERE f.%s OPERATOR(pg_catalog.=) m.s"
+						 "  AND %s OPERATOR(pg_catalog.>=) CASE WHEN s.after THEN m.hi ELSE CAST('-infinity' AS %s) END"
+						 "  AND %s OPERATOR(pg_catalog.<=) CASE WHEN s.after THEN %s ELSE %s END",
+						 fsk, t, vtype, t, inf, before);
+	}
+	else
+	{
+		char	   *t = psprintf("CAST(CAST(f.%s AS pg_catalog.timestamptz) AS %s)",
+								 quote_identifier(f->time), vtype);
+
+		sides = psprintf(" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
+						 "  AND (%s OPERATOR(pg_catalog.<) m.lo OR %s OPERATOR(pg_catalog.>=) m.hi)",
+						 fsk, t, t);
+	}
 	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk"
 					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[])) AS x(sk, bk)"
 					"  ORDER BY x.sk, x.bk NULLS LAST),"
 					" m(s, lo, hi%s) AS (SELECT a.sk, COALESCE(v.%s, %s),"
-					"   CASE WHEN v.%s IS NULL THEN %s ELSE COALESCE(v.%s, %s) END%s"
-					"  FROM a CROSS JOIN LATERAL pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk) j"
-					"  LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
-					"  WHERE a.bk IS NOT NULL"
-					"  UNION ALL SELECT a.sk, d.%s, COALESCE(d.%s, %s)%s FROM a JOIN %s d ON d.%s OPERATOR(pg_catalog.=) a.sk"
-					"  WHERE a.bk IS NULL)"
-					" UPDATE %s f SET %s = %s FROM m"
-					" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
-					"  AND (%s OPERATOR(pg_catalog.<) m.lo OR %s OPERATOR(pg_catalog.>=) m.hi)"
+					"   CASE WHEN v.%s IS NOT NULL THEN COALESCE(v.%s, %s) END%s"
+					"  FROM a LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
+					"  LEFT JOIN LATERAL (SELECT * FROM pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk)"
+					"    WHERE v.%s IS NULL) j ON true"
+					"  WHERE v.%s IS NOT NULL OR a.bk IS NOT NULL)"
+					" UPDATE %s f SET %s = %s FROM m%s"
 					"  AND f.%s IS DISTINCT FROM %s",
-					key_list(f, NULL), vf, inf, dsk, inf, vt, inf, key_list(f, "j"), dim,
-					dim, dsk,
-					vf, vt, inf, key_list(f, "d"), dim, dsk,
-					scd2_relation_display_name(f->fact), fsk, expected,
-					fsk, t, t, fsk, expected);
+					key_list(f, NULL), vf, inf, dsk, vt, inf, key_list_either(f),
+					dim, dsk, dim, dsk, dsk,
+					scd2_relation_display_name(f->fact), fsk, expected, sides,
+					fsk, expected);
 }
 
 /* The UPDATE of every fact (full => true): each fact's version gives its business key. */
