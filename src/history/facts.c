@@ -103,26 +103,34 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
 /*
  * The surrogate keys whose versions the runs moved, each with its business
  * key from the change log where it has one (NULL: a batch's closed
- * version, still in the dimension), as int8[] and jsonb[]; false: none.
- * The versions a run inserted count only once it is reverted (they are
- * deleted then); until then no fact keyed before the run names them.
+ * version, still in the dimension) and whether facts before the version's
+ * new start can have become wrong, as int8[], jsonb[] and bool[]; false:
+ * none.  The versions a run inserted count only once it is reverted (they
+ * are deleted then); until then no fact keyed before the run names them.
+ * A version a run closed, deleted or shortened kept its start: only its
+ * facts from its new end on can be wrong; one it extended or gave new
+ * Type 1 values keeps every fact it had: none can; anything else (a
+ * removed version, every version of a reverted run) is probed on both
+ * sides of its range now.
  */
 static bool
-moved_keys(Datum run_ids, Datum *sks, Datum *bks)
+moved_keys(Datum run_ids, Datum *sks, Datum *bks, Datum *befores)
 {
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		values[1] = {run_ids};
 	bool		isnull;
 	Datum		d;
 
-	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(x.sk), pg_catalog.array_agg(x.bk) FROM ("
-							   " SELECT c.surrogate_key AS sk, c.business_key AS bk"
+	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(x.sk), pg_catalog.array_agg(x.bk), pg_catalog.array_agg(x.b) FROM ("
+							   " SELECT c.surrogate_key AS sk, c.business_key AS bk,"
+							   "  r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_CLOSE ", " WT_ACT_DELETE ", " WT_ACT_SHORTEN ") AS b"
 							   "   FROM scd2.change_log c JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) c.run_id"
 							   "  WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1) AND c.surrogate_key IS NOT NULL"
 							   "    AND (NOT c.inserted OR r.reverted_by IS NOT NULL)"
+							   "    AND (r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_EXTEND ", " WT_ACT_TYPE1 "))"
 							   "%s) x",
 							   scd2_installed("change_log_batches", NULL) ?
-							   " UNION ALL SELECT u.sk, NULL FROM scd2.change_log_batches b,"
+							   " UNION ALL SELECT u.sk, NULL, false FROM scd2.change_log_batches b,"
 							   "  ROWS FROM (pg_catalog.unnest(b.surrogate_keys), pg_catalog.unnest(b.actions)) AS u(sk, act)"
 							   "  WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1)"
 							   "    AND u.act OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'd']::pg_catalog.\"char\"[])" : ""),
@@ -132,6 +140,7 @@ moved_keys(Datum run_ids, Datum *sks, Datum *bks)
 		return false;
 	*sks = datumCopy(d, false, -1);
 	*bks = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
+	*befores = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull), false, -1);
 	return true;
 }
 
@@ -198,7 +207,7 @@ key_list_either(const Scd2FactRegistration *f)
 
 /*
  * The UPDATE of the facts with the moved surrogate keys ($1 int8[], $2
- * jsonb[]).  A fact of a moved version that is still inside the version's
+ * jsonb[], $3 bool[]: whether facts before the range can be wrong).  A fact of a moved version that is still inside the version's
  * range now, [lo, hi), is still right: only the facts before lo and from
  * hi on (every fact of a version that is gone: lo = infinity, hi NULL)
  * are compared with the version valid at their time.  When the fact's
@@ -232,7 +241,8 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 		sides = psprintf(" CROSS JOIN (VALUES (false), (true)) AS s(after)"
 						 " WHERE f.%s OPERATOR(pg_catalog.=) m.s"
 						 "  AND %s OPERATOR(pg_catalog.>=) CASE WHEN s.after THEN m.hi ELSE CAST('-infinity' AS %s) END"
-						 "  AND %s OPERATOR(pg_catalog.<=) CASE WHEN s.after THEN %s ELSE %s END",
+						 "  AND %s OPERATOR(pg_catalog.<=) CASE WHEN s.after THEN %s ELSE %s END"
+						 "  AND (s.after OR m.b)",
 						 fsk, t, vtype, t, inf, before);
 	}
 	else
@@ -241,13 +251,14 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 								 quote_identifier(f->time), vtype);
 
 		sides = psprintf(" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
-						 "  AND (%s OPERATOR(pg_catalog.<) m.lo OR %s OPERATOR(pg_catalog.>=) m.hi)",
+						 "  AND ((m.b AND %s OPERATOR(pg_catalog.<) m.lo) OR %s OPERATOR(pg_catalog.>=) m.hi)",
 						 fsk, t, t);
 	}
-	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk"
-					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[])) AS x(sk, bk)"
-					"  ORDER BY x.sk, x.bk NULLS LAST),"
-					" m(s, lo, hi%s) AS (SELECT a.sk, COALESCE(v.%s, %s),"
+	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk, x.b"
+					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[]),"
+					"    pg_catalog.unnest($3::pg_catalog.bool[])) AS x(sk, bk, b)"
+					"  ORDER BY x.sk, x.b DESC, x.bk NULLS LAST),"
+					" m(s, b, lo, hi%s) AS (SELECT a.sk, a.b, COALESCE(v.%s, %s),"
 					"   CASE WHEN v.%s IS NOT NULL THEN COALESCE(v.%s, %s) END%s"
 					"  FROM a LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
 					"  LEFT JOIN LATERAL (SELECT * FROM pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk)"
@@ -288,8 +299,8 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 	char	   *fname = scd2_relation_display_name(f->fact);
 	RekeyRuns	runs;
 	int64		changed = 0;
-	Datum		values[2];
-	Oid			argtypes[2] = {INT8ARRAYOID, JSONBARRAYOID};
+	Datum		values[3];
+	Oid			argtypes[3] = {INT8ARRAYOID, JSONBARRAYOID, BOOLARRAYOID};
 	char	   *sql = NULL;
 	int			nest;
 
@@ -305,7 +316,7 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 						   runs.pruned ? "pruned" : "loaded with scd2.change_log = off"),
 				 errhint("Run SELECT * FROM scd2.check_facts('%s') to see the facts keyed to the wrong version, and SELECT scd2.rekey_facts('%s', full => true), which compares every fact.",
 						 fname, fname)));
-	else if (runs.run_ids != (Datum) 0 && moved_keys(runs.run_ids, &values[0], &values[1]))
+	else if (runs.run_ids != (Datum) 0 && moved_keys(runs.run_ids, &values[0], &values[1], &values[2]))
 		sql = rekey_moved_sql(f);
 
 	if (sql != NULL)
@@ -318,7 +329,7 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 			scd2_set_local("enable_mergejoin", "off");
 			scd2_set_local("enable_seqscan", "off");
 		}
-		changed = (int64) scd2_exec_as_owner(owner, sql, full ? 0 : 2, argtypes, values, false,
+		changed = (int64) scd2_exec_as_owner(owner, sql, full ? 0 : 3, argtypes, values, false,
 											 SPI_OK_UPDATE, "re-keying facts",
 											 psprintf("scd2: re-keying the facts of %s", fname));
 		AtEOXact_GUC(true, nest);
