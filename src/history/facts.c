@@ -111,7 +111,10 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
  * facts from its new end on can be wrong; one it extended or gave new
  * Type 1 values keeps every fact it had: none can; anything else (a
  * removed version, every version of a reverted run) is probed on both
- * sides of its range now.
+ * sides of its range now.  The business key is passed only for those:
+ * a version probed on one side is still in the dimension (had a later
+ * run removed it, or a revert deleted it, that run's row, probed on both
+ * sides, would stand for it).
  */
 static bool
 moved_keys(Datum run_ids, Datum *sks, Datum *bks, Datum *befores)
@@ -122,12 +125,13 @@ moved_keys(Datum run_ids, Datum *sks, Datum *bks, Datum *befores)
 	Datum		d;
 
 	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(x.sk), pg_catalog.array_agg(x.bk), pg_catalog.array_agg(x.b) FROM ("
+							   " SELECT y.sk, CASE WHEN y.b THEN y.bk END AS bk, y.b FROM ("
 							   " SELECT c.surrogate_key AS sk, c.business_key AS bk,"
 							   "  r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_CLOSE ", " WT_ACT_DELETE ", " WT_ACT_SHORTEN ") AS b"
 							   "   FROM scd2.change_log c JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) c.run_id"
 							   "  WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1) AND c.surrogate_key IS NOT NULL"
 							   "    AND (NOT c.inserted OR r.reverted_by IS NOT NULL)"
-							   "    AND (r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_EXTEND ", " WT_ACT_TYPE1 "))"
+							   "    AND (r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_EXTEND ", " WT_ACT_TYPE1 "))) y"
 							   "%s) x",
 							   scd2_installed("change_log_batches", NULL) ?
 							   " UNION ALL SELECT u.sk, NULL, false FROM scd2.change_log_batches b,"
