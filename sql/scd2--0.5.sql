@@ -2030,3 +2030,21 @@ END
 $register$;
 COMMENT ON FUNCTION scd2.register(regclass, name[], name[], name[], name, name, text, regclass, name, name, name, name, text, boolean, boolean, text, real, text, text, boolean, name, name, name[]) IS
     'registers an SCD Type 2 dimension: validates its shape, creates the current-row and as-of indexes (and with no_overlap an exclusion constraint), stores the configuration';
+
+------------------------------------------------------------------------------
+-- Issue 49, inferred members: scd2.infer_members (src/load/infer.c) inserts
+-- a flagged placeholder version for every key of a batch of facts that the
+-- dimension has no version of; the load that brings a key's record
+-- completes it in place (src/load/complete.c: change-log action 'complete',
+-- the version kept whole in old_row for revert).  Their metrics, last in
+-- SCD2_METRICS (src/metrics.h).
+------------------------------------------------------------------------------
+ALTER TABLE scd2.audit_log ADD COLUMN inferred bigint NOT NULL DEFAULT 0;
+ALTER TABLE scd2.audit_log ADD COLUMN completed bigint NOT NULL DEFAULT 0;
+
+CREATE FUNCTION scd2.infer_members(staging regclass, dimension regclass, time_column name)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'scd2_infer_members'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION scd2.infer_members(regclass, regclass, name) IS
+    'inserts an inferred current version (flagged in the registered inferred_column) for every business key of a batch of facts that the dimension has no version of, from the earliest time among its facts; a logged, revertible run; returns the number inferred';

@@ -49,12 +49,14 @@
 	X(shortened,     ("shortened", "shortened"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_SHORTEN) \
 	X(type1_updated, ("type 1 update", "type 1 updates"), ALWAYS,  COUNTED,   "`_action = " WT_ACT_TYPE1) \
 	X(unchanged,     ("unchanged", "unchanged"), ALWAYS,  DERIVED,   (m->source_rows - cc->complex_rows - fast_counted) + \
-															(cc->distinct - cc->kept - cc->y_applied)) \
+															(cc->distinct - cc->kept - cc->y_applied) - m->completed) \
 	X(duplicates,    ("duplicate", "duplicates"), ALWAYS,  DERIVED,   cc->complex_rows - cc->distinct) \
 	X(filled_in_place, ("filled in place", "filled in place"), NONZERO, SET,     "load_schema.c, scd2_schema_count_fills: Type 1 updates that gave a current version a column the load added") \
 	X(extended,      ("extended", "extended"), NONZERO, COUNTED,   "`_action = " WT_ACT_EXTEND) \
 	X(removed,       ("removed", "removed"), NONZERO, COUNTED,   "`_action = " WT_ACT_REMOVE) \
-	X(facts_rekeyed, ("fact re-keyed", "facts re-keyed"), NONZERO, SET, "load/driver.c, from history/facts.c's scd2_facts_maintain: the facts of the dimension's maintained fact tables the run re-pointed (revert.c and rewind.c set their audit row's)")
+	X(facts_rekeyed, ("fact re-keyed", "facts re-keyed"), NONZERO, SET, "load/driver.c, from history/facts.c's scd2_facts_maintain: the facts of the dimension's maintained fact tables the run re-pointed (revert.c and rewind.c set their audit row's)") \
+	X(inferred,      ("inferred", "inferred"), NONZERO, SET,     "load/infer.c: the versions scd2.infer_members inserted for keys without any") \
+	X(completed,     ("completed", "completed"), NONZERO, SET,   "load/complete.c, before the classification: inferred versions completed in place (the row that completed one is not counted unchanged)")
 
 /* The field of Scd2Metrics. */
 #define SCD2_METRIC_FIELD(name, words, shown, source, how) int64 name;

@@ -77,6 +77,9 @@ typedef struct Scd2Config
 	Scd2Column	vt;				/* valid_to */
 	char	   *is_current;		/* quoted, or NULL */
 	char	   *sk;				/* quoted, or NULL */
+	char	   *inferred;		/* register's inferred_column, quoted, or
+								 * NULL: never a column a load reads from
+								 * staging (catalog/config.c) */
 	bool		infinity;		/* current rows have a non-NULL valid_to, */
 	char	   *current_vt;		/* this one: CAST('infinity' AS type), ... */
 	bool		snapshot;		/* snapshot mode */

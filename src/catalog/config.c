@@ -24,6 +24,8 @@
 #include "catalog/registry.h"
 #include "common/common.h"
 
+static void resolve_time_column(Scd2Config *cfg, Form_pg_attribute att, const char *name);
+
 static Form_pg_attribute
 find_attribute(TupleDesc desc, const char *name)
 {
@@ -225,6 +227,13 @@ resolve_bookkeeping(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim)
 		cfg->sk = pstrdup(quote_identifier(reg->surrogate_key));
 		excluded = lappend(excluded, reg->surrogate_key);
 	}
+	if (reg->inferred_column)
+	{
+		/* the flag of inferred members (load/infer.c, load/complete.c) */
+		require_dimension_column(dim, reg->inferred_column, "inferred_column", cfg->dim_name);
+		cfg->inferred = pstrdup(quote_identifier(reg->inferred_column));
+		excluded = lappend(excluded, reg->inferred_column);
+	}
 	/* 'null', or the canonical text of the current rows' valid_to */
 	cfg->infinity = strcmp(reg->current_valid_to, "null") != 0;
 	if (cfg->infinity)
@@ -262,7 +271,6 @@ static void
 resolve_effective(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 {
 	Form_pg_attribute att = find_attribute(stg, reg->effective_column);
-	Oid			srctype;
 
 	if (att == NULL)
 		ereport(ERROR,
@@ -271,19 +279,32 @@ resolve_effective(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 				 errdetail("Column \"%s\" is the registered effective_column of dimension %s.",
 						   reg->effective_column, cfg->dim_name),
 				 errhint("Add the column to the staging table, or register the dimension again with another effective_column.")));
+	resolve_time_column(cfg, att, reg->effective_column);
+}
+
+/*
+ * A staging column of instants that become valid_from (att, named name):
+ * its type, and whether it converts exactly (checked before anything is
+ * written: load/convert.c, load/infer.c).
+ */
+static void
+resolve_time_column(Scd2Config *cfg, Form_pg_attribute att, const char *name)
+{
+	Oid			srctype;
+
 	srctype = att->atttypid;
 	if (srctype != cfg->vf.typid &&
 		!can_coerce_type(1, &srctype, &cfg->vf.typid, COERCION_ASSIGNMENT))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("effective column \"%s\" of staging table %s has type %s, which cannot be assigned to %s",
-						reg->effective_column, cfg->stg_name, format_type_be(srctype),
+						name, cfg->stg_name, format_type_be(srctype),
 						format_type_be(cfg->vf.typid)),
 				 errhint("Give the effective column the type of the dimension's valid_from column.")));
-	scd2_trust_staging_column(cfg->owner, cfg->stg_name, cfg->dim_name, reg->effective_column,
+	scd2_trust_staging_column(cfg->owner, cfg->stg_name, cfg->dim_name, name,
 							  srctype, att->attcollation, cfg->vf.typid, cfg->vf.collid);
-	cfg->eff_col = pstrdup(quote_identifier(reg->effective_column));
-	cfg->eff_name = reg->effective_column;
+	cfg->eff_col = pstrdup(quote_identifier(name));
+	cfg->eff_name = pstrdup(name);
 	/* converted exactly, or checked before the load (load/convert.c) */
 	if (srctype != cfg->vf.typid ||
 		(att->atttypmod != cfg->vf.typmod && cfg->vf.typmod >= 0))
@@ -470,6 +491,24 @@ resolve_payload(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim, Tup
 }
 
 /*
+ * A staging table with a column named as the dimension's inferred_column:
+ * the flag is the load's to set (a new version takes the column's default,
+ * a completed inferred version false: load/complete.c), and a staged value
+ * would be dropped without a word.  Refused, naming the column.
+ */
+static void
+refuse_staged_flag(const Scd2Config *cfg, const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("staging table %s has column \"%s\", the inferred_column of dimension %s",
+					cfg->stg_name, name, cfg->dim_name),
+			 errdetail("Column \"%s\" flags the inferred members of %s; loads set it (a load that brings an inferred key's real values clears it), and never read it from staging. Nothing was loaded.",
+					   name, cfg->dim_name),
+			 errhint("Leave the column out of the staging table (or a view over it).")));
+}
+
+/*
  * The registration of a load of dimension dim_oid (display name dim_name)
  * from stg_oid, read once per load, with its registered shape checked; the
  * caller holds a lock on the dimension.
@@ -523,6 +562,8 @@ scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg)
 	cfg->px = scd2_choose_internal_prefix(dim, stg);
 
 	excluded = resolve_bookkeeping(cfg, reg, dim);
+	if (reg->inferred_column && find_attribute(stg, reg->inferred_column) != NULL)
+		refuse_staged_flag(cfg, reg->inferred_column);
 	resolve_keys(cfg, reg, dim, stg);
 	excluded = list_concat(excluded, reg->business_key);
 	if (reg->effective_column)
@@ -531,6 +572,54 @@ scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg)
 		resolve_delete(cfg, reg, stg);
 	resolve_payload(cfg, reg, dim, stg, excluded);
 
+	table_close(stgrel, NoLock);
+	table_close(dimrel, NoLock);
+	return cfg;
+}
+
+/*
+ * Resolve a registered dimension against a batch of facts for
+ * scd2.infer_members (load/infer.c): the bookkeeping columns and the
+ * inferred_column, the business key (in the batch under the same names,
+ * each converting to the dimension's type), and the batch's time column
+ * as the effective column (eff_col; its conversion to valid_from's type as
+ * a load's).  No payload: the new versions' other columns take their
+ * defaults.  The caller holds a lock on the dimension.
+ */
+Scd2Config *
+scd2_infer_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg, const char *time_column)
+{
+	Scd2Config *cfg = palloc0(sizeof(Scd2Config));
+	Relation	dimrel;
+	Relation	stgrel;
+	Form_pg_attribute att;
+
+	cfg->reg = reg;
+	cfg->dim_oid = dim_oid;
+	cfg->stg_oid = stg_oid;
+	cfg->dim_name = scd2_relation_display_name(dim_oid);
+	cfg->stg_name = scd2_relation_display_name(stg_oid);
+	cfg->dim_sql = cfg->dim_name;
+	cfg->stg_sql = cfg->stg_name;
+	cfg->owner = scd2_relation_owner(dim_oid);
+
+	dimrel = table_open(dim_oid, AccessShareLock);
+	stgrel = table_open(stg_oid, AccessShareLock);
+	cfg->px = scd2_choose_internal_prefix(RelationGetDescr(dimrel), RelationGetDescr(stgrel));
+	(void) resolve_bookkeeping(cfg, reg, RelationGetDescr(dimrel));
+	resolve_keys(cfg, reg, RelationGetDescr(dimrel), RelationGetDescr(stgrel));
+	att = find_attribute(RelationGetDescr(stgrel), time_column);
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, time_column),
+				 errdetail("Column \"%s\" is the time_column passed to scd2.infer_members: the instant of each fact.",
+						   time_column),
+				 errhint("Pass the name of the staging table's column that holds each fact's time.")));
+	resolve_time_column(cfg, att, time_column);
+	cfg->type1 = palloc0(sizeof(Scd2Column));
+	cfg->tracked = palloc0(sizeof(Scd2Column));
+	cfg->other = palloc0(sizeof(Scd2Column));
 	table_close(stgrel, NoLock);
 	table_close(dimrel, NoLock);
 	return cfg;

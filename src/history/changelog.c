@@ -348,6 +348,13 @@ row_text_json_sql(Oid relid, const char *alias)
 	return buf.data;
 }
 
+/* row_text_json_sql for a completed inferred version (load/complete.c). */
+char *
+scd2_changelog_row_json_sql(Oid relid, const char *alias)
+{
+	return row_text_json_sql(relid, alias);
+}
+
 /*
  * The statement that computes the change log's rows of a load into
  * LOG_TABLE, run by the load as the dimension's owner (scd2_load_exec):

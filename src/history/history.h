@@ -63,6 +63,11 @@
 #define WT_ACT_EXTEND		"'extend'"		/* order-free: a version's range grows
 											 * (valid_from earlier, or valid_to later) */
 #define WT_ACT_REMOVE		"'remove'"		/* order-free: a superseded version goes */
+#define WT_ACT_COMPLETE		"'complete'"	/* an inferred member's version
+											 * completed in place: values,
+											 * flag, perhaps an earlier
+											 * valid_from (load/complete.c;
+											 * the change log alone) */
 #define WT_ACT_COMPLEX		"'complex'"		/* placeholder: the key goes the
 											 * general way (never written) */
 #define WT_ACT_REMEMBER		"'remember'"	/* placeholder, order-free: an
@@ -159,6 +164,7 @@ extern void scd2_pin_text_forms(void);
 extern bool scd2_changelog_prepare(bool dry_run);
 extern char *scd2_changelog_sql(const Scd2Config *cfg, const char *chg, const char *written);
 extern char *scd2_changelog_sql_first_load(const Scd2Config *cfg);
+extern char *scd2_changelog_row_json_sql(Oid relid, const char *alias);
 extern int64 scd2_changelog_write(const Scd2Config *cfg, bool prepared, bool keys_later);
 extern void scd2_changelog_work_table(Oid role);
 extern void scd2_changelog_copy_work_rows(int64 run_id);

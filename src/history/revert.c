@@ -255,6 +255,10 @@ typedef struct RevertColumns
 	RevertConvention conv;
 } RevertColumns;
 
+static int64 write_back(const Run *run, const char *dim_name, const RevertColumns *c, int64 nmoved,
+						Datum mv_keys, Datum mv_vf, int64 nrows, Datum rows, const char *moved_word,
+						const char *rows_word);
+
 /* The conventions of the run and of the registration in force (current_vt). */
 static void
 read_conventions(const Run *run, const char *current_vt, RevertColumns *c)
@@ -471,6 +475,33 @@ delete_inserted(const Run *run, const char *dim_name, const RevertColumns *c, co
 static int64
 write_back_rows(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
 {
+	return write_back(run, dim_name, c, lg->nmoved, lg->mv_keys, lg->mv_vf, lg->nrestored, lg->rs_rows,
+					  "extended", "extended or removed");
+}
+
+/*
+ * Step 4c: the inferred versions the run completed in place
+ * (load/complete.c), after the rows it updated are restored: deleted where
+ * the run left them, written back whole as they were, their surrogate key
+ * kept.  Returns how many.
+ */
+static int64
+write_back_completed(const Run *run, const char *dim_name, const RevertColumns *c, const Logged *lg)
+{
+	return write_back(run, dim_name, c, lg->ncompleted, lg->cp_keys, lg->cp_vf, lg->ncompleted,
+					  lg->cp_rows, "completed", "completed");
+}
+
+/*
+ * The rows of nmoved (keys, valid_from as the run left them) deleted, then
+ * the nrows whole rows (jsonb of text forms) inserted; moved_word and
+ * rows_word name them in a count's error.
+ */
+static int64
+write_back(const Run *run, const char *dim_name, const RevertColumns *c, int64 nmoved,
+		   Datum mv_keys, Datum mv_vf, int64 nrows, Datum rows, const char *moved_word,
+		   const char *rows_word)
+{
 	StringInfoData sql;
 	StringInfoData cols;
 	StringInfoData vals;
@@ -478,15 +509,15 @@ write_back_rows(const Run *run, const char *dim_name, const RevertColumns *c, co
 	TupleDesc	desc;
 	int64		n;
 	Oid			argtypes[2] = {JSONBARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		values[2] = {lg->mv_keys, lg->mv_vf};
+	Datum		values[2] = {mv_keys, mv_vf};
 
-	if (lg->nmoved > 0)
+	if (nmoved > 0)
 	{
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "DELETE FROM %s t USING", dim_name);
 		append_source(&sql, c->keys, c->nkeys, &c->book[0], "pg_catalog.unnest($1), pg_catalog.unnest($2)", "k, vf", NULL, 0, false);
 		require_count(exec_dml(run, dim_name, sql.data, 2, argtypes, values, SPI_OK_DELETE),
-					  lg->nmoved, "extended", run->run_id, dim_name);
+					  nmoved, moved_word, run->run_id, dim_name);
 	}
 	initStringInfo(&cols);
 	initStringInfo(&vals);
@@ -508,9 +539,9 @@ write_back_rows(const Run *run, const char *dim_name, const RevertColumns *c, co
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM pg_catalog.unnest($1) AS r(r)",
 					 dim_name, cols.data, vals.data);
-	values[0] = lg->rs_rows;
+	values[0] = rows;
 	n = exec_dml(run, dim_name, sql.data, 1, argtypes, values, SPI_OK_INSERT);
-	require_count(n, lg->nrestored, "extended or removed", run->run_id, dim_name);
+	require_count(n, nrows, rows_word, run->run_id, dim_name);
 	return n;
 }
 
@@ -681,6 +712,8 @@ scd2_revert_undo(const Run *run, const char *dim_name, int64 *deleted, int64 *re
 		*restored += write_back_rows(run, dim_name, &cols, &lg);
 	if (lg.nupdated > 0)
 		*restored += restore_updated(run, dim_name, &cols, &lg);
+	if (lg.ncompleted > 0)
+		*restored += write_back_completed(run, dim_name, &cols, &lg);
 	if (lg.nrows > 0)
 		require_no_overlap(run, dim_name, &cols, &lg);
 	/* an order-free run's remembered events (arrival_memory.c) */

@@ -255,15 +255,20 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
 	bool		isnull;
-	Datum	   *out[13] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
+	Datum	   *out[16] = {&lg->ins_keys, &lg->ins_vf, &lg->upd_keys, &lg->upd_vf, &lg->upd_vt,
 	&lg->upd_cur, &lg->upd_type1, &lg->all_keys, &lg->all_vf, &lg->all_vt, &lg->mv_keys, &lg->mv_vf,
-	&lg->rs_rows};
-	int			cols[13] = {1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 17};
+	&lg->rs_rows, &lg->cp_keys, &lg->cp_vf, &lg->cp_rows};
+	int			cols[16] = {1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 17, 19, 20, 21};
 
 	/*
 	 * An order-free run's 'extend' rows (moved) and 'remove' rows (gone)
 	 * are written back whole from old_row (0.4: read through to_jsonb, a
-	 * 0.3 change log has no such column); the other rows as before.
+	 * 0.3 change log has no such column); so are the inferred versions a
+	 * load completed ('complete', 0.5: load/complete.c), after the other
+	 * rows are restored (a later row of the same run may have closed or
+	 * updated the completed version: that row, at the same valid_from,
+	 * then checks the version as the run left it, not the 'complete' row);
+	 * the other rows as before.
 	 */
 	scd2_exec_catalog(
 		"SELECT COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.inserted), '{}'),"
@@ -275,20 +280,29 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 		"       COALESCE(pg_catalog.array_agg(c.old_is_current) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.old_type1) FILTER (WHERE NOT c.inserted AND c.r IS NULL), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE NOT c.inserted AND c.r IS NULL),"
-		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) " WT_ACT_REMOVE "), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) " WT_ACT_REMOVE "), '{}'),"
-		"       COALESCE(pg_catalog.array_agg(c.valid_to) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) " WT_ACT_REMOVE "), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE c.action OPERATOR(pg_catalog.<>) " WT_ACT_REMOVE "),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.a), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.a), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_to) FILTER (WHERE c.a), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.a),"
 		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.action OPERATOR(pg_catalog.=) " WT_ACT_EXTEND "), '{}'),"
 		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.action OPERATOR(pg_catalog.=) " WT_ACT_EXTEND "), '{}'),"
 		"       pg_catalog.count(*) FILTER (WHERE c.action OPERATOR(pg_catalog.=) " WT_ACT_EXTEND "),"
-		"       COALESCE(pg_catalog.array_agg(c.r) FILTER (WHERE c.r IS NOT NULL), '{}'),"
-		"       pg_catalog.count(*) FILTER (WHERE c.r IS NOT NULL)"
-		"  FROM (SELECT c0.*, NULLIF(pg_catalog.to_jsonb(c0) OPERATOR(pg_catalog.->) 'old_row', 'null') AS r"
-		"          FROM scd2.change_log c0 WHERE c0.run_id OPERATOR(pg_catalog.=) $1) c",
+		"       COALESCE(pg_catalog.array_agg(c.r) FILTER (WHERE c.r IS NOT NULL AND NOT c.cp), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.r IS NOT NULL AND NOT c.cp),"
+		"       COALESCE(pg_catalog.array_agg(c.business_key) FILTER (WHERE c.cp), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.valid_from) FILTER (WHERE c.cp), '{}'),"
+		"       COALESCE(pg_catalog.array_agg(c.r) FILTER (WHERE c.cp), '{}'),"
+		"       pg_catalog.count(*) FILTER (WHERE c.cp)"
+		"  FROM (SELECT c1.*, c1.action OPERATOR(pg_catalog.=) " WT_ACT_COMPLETE " AS cp,"
+		"               c1.action OPERATOR(pg_catalog.<>) " WT_ACT_REMOVE
+		"               AND NOT (c1.action OPERATOR(pg_catalog.=) " WT_ACT_COMPLETE " AND c1.same OPERATOR(pg_catalog.>) 1) AS a"
+		"          FROM (SELECT c0.*, NULLIF(pg_catalog.to_jsonb(c0) OPERATOR(pg_catalog.->) 'old_row', 'null') AS r,"
+		"                       pg_catalog.count(*) FILTER (WHERE NOT c0.inserted)"
+		"                         OVER (PARTITION BY c0.business_key, c0.valid_from) AS same"
+		"                  FROM scd2.change_log c0 WHERE c0.run_id OPERATOR(pg_catalog.=) $1) c1) c",
 		/* not read-only: it sees the rows a batch's revert just wrote (revert.c) */
 		1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the change log");
-	for (int i = 0; i < 13; i++)
+	for (int i = 0; i < 16; i++)
 		*out[i] = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cols[i], &isnull),
 							false, -1);
 	lg->ninserted = scd2_spi_int8(0, 3);
@@ -296,6 +310,7 @@ scd2_revert_read_change_log(int64 run_id, Logged *lg)
 	lg->nrows = scd2_spi_int8(0, 13);
 	lg->nmoved = scd2_spi_int8(0, 16);
 	lg->nrestored = scd2_spi_int8(0, 18);
+	lg->ncompleted = scd2_spi_int8(0, 22);
 }
 
 /*

@@ -60,6 +60,11 @@ typedef struct Logged
 	Datum		mv_vf;			/* valid_from as the run left it */
 	int64		nrestored;		/* extended and removed rows written back */
 	Datum		rs_rows;		/* jsonb[]: each row's columns as text forms */
+	/* the inferred versions a load completed in place (0.5: 'complete') */
+	int64		ncompleted;		/* deleted, then written back whole */
+	Datum		cp_keys;
+	Datum		cp_vf;			/* valid_from as the run left it */
+	Datum		cp_rows;		/* jsonb[]: the versions as they were */
 } Logged;
 
 /* run.c */

@@ -156,7 +156,8 @@ scd2_load_record_batch_log(LoadState *st)
 	Datum		arrays[5] = {0};
 	bool		isnull;
 
-	if (!OidIsValid(st->sk_seq))
+	/* completed inferred versions are logged row by row (complete.c) */
+	if (!OidIsValid(st->sk_seq) || st->completed > 0)
 		return false;
 	scd2_load_exec(st, psprintf(X("SELECT pg_catalog.count(*) FILTER (WHERE `_origin <> " WT_ORIGIN_FAST
 								  "   OR `_action NOT IN (" WT_ACT_INSERT ", " WT_ACT_NEW_VERSION ", " WT_ACT_CLOSE ", " WT_ACT_DELETE ")"

@@ -251,7 +251,9 @@ scd2_sql_move_complex(const Scd2Config *cfg, const char *chg, const char *keys)
 
 /*
  * Snapshot mode: current keys missing from the extract are closed at
- * effective_at.  Keys whose current version starts at or after it go the
+ * effective_at -- but for an inferred member (register's inferred_column),
+ * which no extract has had yet: it stays current until a load brings its
+ * record.  Keys whose current version starts at or after it go the
  * general way (second statement).
  */
 static char *
@@ -261,8 +263,10 @@ scd2_sql_snapshot_missing(const Scd2Config *cfg, const char *chg, const char *ke
 	char	   *eff = psprintf("CAST($1 AS %s)", cfg->vf.type_sql);
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "WITH m AS (SELECT d.* FROM %s d WHERE %s AND NOT EXISTS (SELECT 1 FROM ",
-					 cfg->dim_sql, scd2_current_pred(cfg, "d"));
+	appendStringInfo(&buf, "WITH m AS (SELECT d.* FROM %s d WHERE %s%s AND NOT EXISTS (SELECT 1 FROM ",
+					 cfg->dim_sql, scd2_current_pred(cfg, "d"),
+					 /* an inferred member stays until its record comes (complete.c) */
+					 cfg->inferred ? psprintf(" AND d.%s IS NOT TRUE", cfg->inferred) : "");
 	scd2_append_all_staging(&buf, cfg);
 	appendStringInfoString(&buf, " s WHERE ");
 	scd2_append_key_join(&buf, cfg, "s", "d");

@@ -238,7 +238,9 @@ classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *s
 	int64		total_changes;
 	bool		fed = false;
 
-	/* 4. (a load that may log by surrogate keys draws them: batch_log.c) */
+	/* 4. the inferred members it brings values for, completed in place (complete.c) */
+	m->completed = st->completed = scd2_complete_inferred(st, req->dry_run);
+	/* (a load that may log by surrogate keys draws them: batch_log.c) */
 	st->sk_seq = scd2_batch_sequence(st, req->dry_run);
 	scd2_progress_phase(SCD2_PROGRESS_CLASSIFYING, 0, m->source_rows, -1, -1);
 	if (cfg->order_free)

@@ -43,6 +43,8 @@ typedef struct LoadState
 									 * events were recalled, and it may
 									 * move or remove versions
 									 * (SCD2_LOAD_MOVES) */
+	int64		completed;		/* inferred versions it completed in place
+								 * (complete.c): it logs row by row */
 	struct ArrivalObserved *observed;	/* its fast path's no-op observations
 										 * of versions (classify_copies.c),
 										 * or NULL */

@@ -55,6 +55,9 @@ extern void scd2_check_conversions(LoadState *st);
 
 /* classify.c */
 extern void scd2_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
+
+/* complete.c */
+extern int64 scd2_complete_inferred(LoadState *st, bool dry_run);
 extern int64 scd2_classify_simple_keys(LoadState *st, bool several, struct ArrivalObserved *obs);
 
 /* classify_copies.c (as the dimension's owner, in the fast path's statement) */

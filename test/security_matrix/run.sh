@@ -111,6 +111,13 @@ ENTRY_POINTS=(
     # fact table, and an allowed one re-keys the fact (its trigger, in every
     # kind's FIRES, runs as the fact table's owner, restricted)
     "apply_maintained_no_update|CALL scd2.apply('m.stg', 'm.dim');@@\\if :ERROR@@\\else@@SELECT NOT EXISTS (SELECT FROM scd2.check_facts('m.fact')) AS post \\gset@@\\endif|0|DO \$\$ BEGIN PERFORM scd2.rekey_facts('m.fact', full => true); END \$\$; REVOKE UPDATE ON m.fact FROM regress_mx_grantee, regress_mx_limited; UPDATE STG SET city = city || ' again' WHERE k = (SELECT d.k FROM m.dim d JOIN m.fact f ON f.sk = d.sk);"
+    # inferred members (issue 49): the owner (prep) gives m.dim a flag and
+    # registers it as inferred_column, and copies the staging keys into a
+    # batch of facts m.fb, whose newest key (the prelude's key NN+500) the
+    # dimension does not have: infer_members inserts its version as the
+    # owner, restricted (defaults, checks, triggers, the key's cast into the
+    # change log); the next cell's prelude load completes it
+    "infer_members|SELECT scd2.infer_members('m.fb', 'm.dim', 't');@@\\if :ERROR@@\\else@@SELECT count(*) = 1 AS post FROM m.dim WHERE inf \\gset@@\\endif|0|ALTER TABLE m.dim ADD COLUMN IF NOT EXISTS inf boolean NOT NULL DEFAULT false; SELECT scd2.register('m.dim', ARRAY['k'], staging => 'm.stg', on_schema_change => 'append_new_columns', inferred_column => 'inf'); CREATE TABLE IF NOT EXISTS m.fb AS SELECT k, now() AS t FROM STG WITH NO DATA; GRANT SELECT ON m.fb TO PUBLIC; DELETE FROM m.fb; INSERT INTO m.fb SELECT k, now() FROM STG;"
 )
 OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size register_fact "
 
@@ -126,7 +133,7 @@ OWNER_ONLY=" register prune_change_log prune_arrival_memory arrival_memory_size 
 KINDS=(trigger default check domain_check cast operator index_expression policy staging_view generated)
 # apply_new_column stays last but for the order-free loads: it adds columns
 # to m.stg that m.snaps lacks
-LOADS="apply apply_plpgsql merge apply_all dbt_apply apply_snapshots apply_new_column apply_order_free merge_order_free"
+LOADS="apply apply_plpgsql merge apply_all dbt_apply apply_snapshots apply_new_column apply_order_free merge_order_free infer_members"
 # (SCD2_MX_KINDS="trigger cast" runs only those, while developing)
 read -r -a KINDS <<<"${SCD2_MX_KINDS:-${KINDS[*]}}"
 
@@ -171,7 +178,7 @@ kind_cast() {
     # loads (load/batch_log.c), an in-order order-free one neither; its
     # feed, revert and rewind do
     KTYPE=m.code KEYLIT="'k%d'::m.code" STG_TABLE=m.stg
-    FIRES="merge merge_dry_run apply_new_column merge_order_free changes revert rewind"
+    FIRES="merge merge_dry_run apply_new_column merge_order_free changes revert rewind infer_members"
     echo "CREATE TYPE m.code AS ENUM ($(seq -f "'k%g'" 0 999 | paste -sd,));"
     cat <<'SQL'
 CREATE FUNCTION m.code_json(m.code) RETURNS json LANGUAGE plpgsql AS $$
@@ -220,7 +227,8 @@ CREATE POLICY probed ON m.dim USING (m.probe('policy')) WITH CHECK (m.probe('pol
 SQL
 }
 kind_staging_view() {
-    KTYPE=int KEYLIT="%d" STG_TABLE=m.src FIRES="$LOADS merge_dry_run" SNAPS_VIEW=1
+    # (infer_members reads its batch of facts, a table, not the view)
+    KTYPE=int KEYLIT="%d" STG_TABLE=m.src FIRES="${LOADS% infer_members} merge_dry_run" SNAPS_VIEW=1
     # after a column is added to m.src, the view shows it too
     STG_RESHAPE="CREATE OR REPLACE VIEW m.stg AS SELECT * FROM m.src WHERE m.probe('staging view');"
     cat <<'SQL'
