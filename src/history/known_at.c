@@ -74,8 +74,8 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at, bool *whol
 	scd2_exec_catalog(
 			"SELECT a.run_id, a.status, r.run_id IS NOT NULL, COALESCE(r.logged, false),"
 			"       r.pruned_at IS NOT NULL, " SCD2_RUN_KNOWN_SQL("a") " OPERATOR(pg_catalog.>) $3,"
-			"       EXISTS (SELECT FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) a.run_id"
-			"                  AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove}'::pg_catalog.text[])),"
+			"       (SELECT pg_catalog.min(c.action) FROM scd2.change_log c WHERE c.run_id OPERATOR(pg_catalog.=) a.run_id"
+			"         AND c.action OPERATOR(pg_catalog.=) ANY ('{extend,remove,complete}'::pg_catalog.text[])),"
 			"       " SCD2_RUN_COMPACT_SQL("r")
 			"  FROM scd2.audit_log a LEFT JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) a.run_id"
 			"  LEFT JOIN scd2.audit_log v ON v.run_id OPERATOR(pg_catalog.=) r.reverted_by"
@@ -97,7 +97,7 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at, bool *whol
 		bool		logged = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 		bool		pruned = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 		bool		later = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
-		bool		moved = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		char	   *moved = SPI_getvalue(tup, desc, 7);	/* complete, extend, remove or NULL */
 		bool		compact = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 
 		if (strcmp(status, "reverted") == 0)
@@ -114,6 +114,9 @@ runs_to_undo(Oid dim_oid, const char *dim_name, TimestampTz known_at, bool *whol
 		if (pruned)
 			refuse(dim_name, known_at, run_id, "has no change log any more (scd2.prune_change_log removed it)");
 		/* the result undoes valid_to, is_current and Type 1 values, not a moved valid_from */
+		if (moved && strcmp(moved, "complete") == 0)
+			refuse(dim_name, known_at, run_id,
+				   "completed inferred members in place (docs/FACTS.md, \"Early-arriving facts\")");
 		if (moved)
 			refuse(dim_name, known_at, run_id,
 				   "extended or removed versions (an order-free load: docs/SEMANTICS.md, \"Arrival order\")");
