@@ -56,8 +56,11 @@ SELECT scd2.infer_members(NULL, 'dim', 'sold_at');
 SELECT scd2.infer_members('facts', 'dim', NULL);
 SELECT scd2_test.state('inf.dim') = s AS nothing_written FROM inf.before;
 
--- Two members inferred: keys 3 (from its earliest fact) and 4.
+-- Two members inferred: keys 3 (from its earliest fact) and 4 (also with
+-- scd2.asof_on_missing = error: the lookup infer_members makes says NULL).
+SET scd2.asof_on_missing = error;
 SELECT scd2.infer_members('facts', 'dim', 'sold_at') AS inferred;
+RESET scd2.asof_on_missing;
 SELECT id, city, tier, valid_from, valid_to, is_current, is_inferred FROM dim ORDER BY id, valid_from;
 SELECT scd2_test.invariants('dim');
 SELECT status, staging, source_rows, inserted, inferred, completed, message

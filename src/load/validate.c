@@ -46,12 +46,25 @@ earliest_sql(const Scd2Config *cfg, const char *t)
  * scd2._repeats: count(DISTINCT) would sort them with strcoll).
  */
 static char *
-scd2_sql_validate(const Scd2Config *cfg)
+scd2_sql_validate(const Scd2Config *cfg, bool several)
 {
 	StringInfoData buf;
 	StringInfoData nullkey;
 
 	initStringInfo(&buf);
+	if (!several)
+	{
+		/* no key counted (scd2.infer_members): one plain scan */
+		appendStringInfoString(&buf, "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE ");
+		for (int i = 0; i < cfg->nkeys; i++)
+			appendStringInfo(&buf, "%ss.%s IS NULL", i ? " OR " : "", cfg->keys[i].ident);
+		appendStringInfo(&buf, X("), pg_catalog.count(*) FILTER (WHERE s.`_t IS NULL), 0, %s, %s FROM "),
+						 cfg->eff_col ? X("pg_catalog.count(*) FILTER (WHERE NOT pg_catalog.isfinite(s.`_t))") : "0",
+						 earliest_sql(cfg, X("s.`_t")));
+		scd2_append_all_staging(&buf, cfg);
+		appendStringInfoString(&buf, " s");
+		return buf.data;
+	}
 	if (cfg->nkeys == 1 && (cfg->has_repeats || scd2_keys_cheap_prefix(cfg) == 1))
 	{
 		const char *k = cfg->keys[0].ident;
@@ -137,7 +150,8 @@ scd2_sql_nonfinite_row(const Scd2Config *cfg)
 
 /*
  * Step 3: NULL keys and NULL effective times are refused; the same scan
- * tells whether some key has several staging rows (*several).
+ * tells whether some key has several staging rows (*several; NULL: not
+ * asked, as scd2.infer_members does not: a plainer scan).
  */
 int64
 scd2_validate_staging(LoadState *st, bool *several)
@@ -150,11 +164,12 @@ scd2_validate_staging(LoadState *st, bool *several)
 	char	   *row;
 	char	   *column;
 
-	scd2_load_exec_parallel(st, scd2_sql_validate(cfg), "validating the staging table");
+	scd2_load_exec_parallel(st, scd2_sql_validate(cfg, several != NULL), "validating the staging table");
 	rows = scd2_spi_int8(0, 1);
 	null_keys = scd2_spi_int8(0, 2);
 	null_eff = scd2_spi_int8(0, 3);
-	*several = scd2_spi_int8(0, 4) > 0;
+	if (several)
+		*several = scd2_spi_int8(0, 4) > 0;
 	non_finite = scd2_spi_int8(0, 5);
 	{
 		Datum		earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6,
