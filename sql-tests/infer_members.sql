@@ -63,7 +63,7 @@ SELECT scd2.infer_members('facts', 'dim', 'sold_at') AS inferred;
 RESET scd2.asof_on_missing;
 SELECT id, city, tier, valid_from, valid_to, is_current, is_inferred FROM dim ORDER BY id, valid_from;
 SELECT scd2_test.invariants('dim');
-SELECT status, staging, source_rows, inserted, inferred, completed, message
+SELECT status, staging, effective_at, source_rows, inserted, inferred, completed, message
   FROM scd2.audit_log WHERE dimension_oid = 'dim'::regclass ORDER BY run_id DESC LIMIT 1;
 SELECT action, inserted, surrogate_key = d.sk AS sk_logged, business_key, l.valid_from, l.valid_to
   FROM scd2.change_log l JOIN dim d ON d.id = (l.business_key->>'id')::int
@@ -76,6 +76,7 @@ SELECT order_id, f.id, d.id AS member, d.is_inferred
 -- A key inferred twice: the second call infers nothing (a logged run all the same).
 SELECT scd2.infer_members('facts', 'dim', 'sold_at') AS inferred_again;
 SELECT count(*) AS versions FROM dim;
+SELECT effective_at, inferred FROM scd2.audit_log WHERE dimension_oid = 'dim'::regclass ORDER BY run_id DESC LIMIT 1;
 
 -- Revert of an infer_members run deletes the members it inserted.
 SELECT run_id AS infer_run FROM scd2.audit_log WHERE dimension_oid = 'dim'::regclass AND inferred > 0
@@ -202,6 +203,14 @@ CALL scd2.apply('sstg', 'sdim', '2024-05-01');
 SELECT id, city, valid_from, valid_to, is_inferred FROM sdim ORDER BY id, valid_from;
 SELECT completed, closed, inserted, unchanged FROM scd2.audit_log
  WHERE dimension_oid = 'sdim'::regclass ORDER BY run_id DESC LIMIT 1;
+
+-- apply_snapshots: the extract that first has an inferred key completes it.
+CREATE TABLE snaps (id int, city text, snap timestamptz);
+INSERT INTO snaps VALUES (1, 'Oslo', '2024-06-01'), (3, 'Paris', '2024-06-01'),
+                         (1, 'Oslo', '2024-07-01'), (3, 'Paris', '2024-07-01'), (4, 'Lyon', '2024-07-01');
+CALL scd2.apply_snapshots('snaps', 'sdim', 'snap');
+SELECT id, city, valid_from, valid_to, is_inferred FROM sdim ORDER BY id, valid_from;
+SELECT sum(completed) AS completed FROM scd2.audit_log WHERE dimension_oid = 'sdim'::regclass AND staging LIKE '%snaps%';
 
 -- An order-free dimension: the same, and its revert.
 CREATE TABLE odim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,

@@ -117,14 +117,17 @@ sql_infer(const Scd2Config *cfg, bool log)
 	appendStringInfo(&buf, X(", n.`_t, %s%s, true FROM n RETURNING d.*)"),
 					 cfg->infinity ? cfg->current_vt : psprintf("CAST(NULL AS %s)", cfg->vt.type_sql),
 					 cfg->is_current ? ", true" : "");
+	/* how many, and the earliest valid_from (the run's effective_at) */
 	if (!log)
 	{
-		appendStringInfoString(&buf, " SELECT pg_catalog.count(*) FROM i");
+		appendStringInfo(&buf, " SELECT pg_catalog.count(*), pg_catalog.min(%s) FROM i",
+						 scd2_changelog_encode_sql(cfg->vf.typid, psprintf("i.%s", cfg->vf.ident)));
 		return buf.data;
 	}
-	appendStringInfo(&buf, " INSERT INTO " LOG_TABLE " (" LOG_COLS_KEYS ", valid_to)"
+	appendStringInfo(&buf, ", l AS (INSERT INTO " LOG_TABLE " (" LOG_COLS_KEYS ", valid_to)"
 					 " SELECT " WT_ACT_INSERT ", true, CAST(i.%s AS pg_catalog.int8), %s, %s,"
-					 " NULL::pg_catalog.timestamptz FROM i",
+					 " NULL::pg_catalog.timestamptz FROM i RETURNING valid_from)"
+					 " SELECT pg_catalog.count(*), pg_catalog.min(l.valid_from) FROM l",
 					 cfg->sk, scd2_key_json_sql(cfg, "i"),
 					 scd2_changelog_encode_sql(cfg->vf.typid, psprintf("i.%s", cfg->vf.ident)));
 	return buf.data;
@@ -133,12 +136,17 @@ sql_infer(const Scd2Config *cfg, bool log)
 /*
  * The run, connected to SPI: checks and lock, the owner's context, the
  * batch checked, the INSERT and its change log; returns the run id the
- * change log reserved (0: none) and the metrics in *m.
+ * change log reserved (0: none), the metrics in *m and in *effective_at the
+ * earliest valid_from inserted (-infinity: none), the run's effective_at in
+ * its audit row: scd2.apply_snapshots applies no extract older than a run's
+ * (apply_snapshots.c), and a call that inferred nothing is older than all.
  */
 static int64
 infer(Oid stg_oid, Oid dim_oid, const char *time_column, Scd2Metrics *m, char **dim_name_out,
-	  char **stg_name_out)
+	  char **stg_name_out, TimestampTz *effective_at)
 {
+	Datum		earliest;
+	bool		none;
 	char	   *dim_name = scd2_relation_display_name(dim_oid);
 	Oid			owner;
 	OwnerContext oc;
@@ -188,16 +196,10 @@ infer(Oid stg_oid, Oid dim_oid, const char *time_column, Scd2Metrics *m, char **
 	scd2_pin_text_forms();
 	/* the lookup that finds the known keys' facts says NULL for the others */
 	scd2_set_local("scd2.asof_on_missing", "null");
-	if (st.log_prepared)
-	{
-		scd2_load_exec_probing(&st, -1, sql_infer(cfg, true), SPI_OK_INSERT, "inferring members");
-		m->inferred = (int64) SPI_processed;
-	}
-	else
-	{
-		scd2_load_exec_probing(&st, -1, sql_infer(cfg, false), SPI_OK_SELECT, "inferring members");
-		m->inferred = scd2_spi_int8(0, 1);
-	}
+	scd2_load_exec_probing(&st, -1, sql_infer(cfg, st.log_prepared), SPI_OK_SELECT, "inferring members");
+	m->inferred = scd2_spi_int8(0, 1);
+	earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &none);
+	*effective_at = none ? DT_NOBEGIN : DatumGetTimestampTz(earliest);
 	AtEOXact_GUC(true, nest);
 	st.run_id = scd2_changelog_write(cfg, st.log_prepared, false);
 
@@ -215,6 +217,7 @@ scd2_infer_members(PG_FUNCTION_ARGS)
 	char	   *stg_name;
 	char	   *time_column;
 	int64		run_id;
+	TimestampTz effective_at;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -225,9 +228,10 @@ scd2_infer_members(PG_FUNCTION_ARGS)
 	memset(&m, 0, sizeof(m));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	run_id = infer(PG_GETARG_OID(0), PG_GETARG_OID(1), time_column, &m, &dim_name, &stg_name);
+	run_id = infer(PG_GETARG_OID(0), PG_GETARG_OID(1), time_column, &m, &dim_name, &stg_name,
+				   &effective_at);
 	(void) scd2_audit_write(PG_GETARG_OID(1), dim_name, stg_name, "success",
-							GetCurrentTransactionStartTimestamp(), started_at, &m,
+							effective_at, started_at, &m,
 							psprintf("scd2.infer_members: %lld inferred members from the times in column %s",
 									 (long long) m.inferred, quote_identifier(time_column)),
 							NULL, run_id);
