@@ -212,6 +212,19 @@ CALL scd2.apply_snapshots('snaps', 'sdim', 'snap');
 SELECT id, city, valid_from, valid_to, is_inferred FROM sdim ORDER BY id, valid_from;
 SELECT sum(completed) AS completed FROM scd2.audit_log WHERE dimension_oid = 'sdim'::regclass AND staging LIKE '%snaps%';
 
+-- Timestamp detection: a record after the placeholder's start completes it
+-- and, a later effective time being a change, opens a version of its own.
+CREATE TABLE tdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz,
+                   is_inferred boolean NOT NULL DEFAULT false);
+CREATE TABLE tstg (id int, city text, eff timestamptz);
+SELECT scd2.register('tdim', ARRAY['id'], effective_column => 'eff', detect => 'timestamp',
+                     surrogate_key_column => 'sk', inferred_column => 'is_inferred', order_free => false);
+SELECT scd2.infer_members('facts', 'tdim', 'sold_at') AS inferred;
+INSERT INTO tstg VALUES (3, 'Paris', '2024-03-01'), (4, 'Lyon', '2024-03-01');
+CALL scd2.apply('tstg', 'tdim');
+SELECT id, city, valid_from, valid_to, is_inferred FROM tdim WHERE id IN (3, 4) ORDER BY id, valid_from;
+
 -- An order-free dimension: the same, and its revert.
 CREATE TABLE odim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,
                    valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true,

@@ -67,7 +67,8 @@ append_completions(StringInfo buf, const Scd2Config *cfg, bool image)
 	scd2_append_all_staging(buf, cfg);
 	appendStringInfoString(buf, " s ORDER BY ");
 	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfo(buf, X(", s.`_t) r JOIN %s d ON "), cfg->dim_sql);
+	/* at one instant a delete marker first: it wins (the load closes the version) */
+	appendStringInfo(buf, X(", s.`_t, s.`_present) r JOIN %s d ON "), cfg->dim_sql);
 	scd2_append_key_join(buf, cfg, "d", "r");
 	appendStringInfo(buf, X(" AND %s AND d.%s IS TRUE WHERE r.`_present"),
 					 scd2_current_pred(cfg, "d"), cfg->inferred);
