@@ -14,6 +14,8 @@
  *     row it updates the before-image of what it changes (valid_to,
  *     is_current, Type 1 columns), read from the dimension by the
  *     identity the MERGE matches on (business key and valid_from).
+ * A load that completes inferred members (load/complete.c) adds its own
+ * rows first: action 'complete', each version whole as it was (old_row).
  * The surrogate keys of the rows the MERGE inserts do not exist yet:
  * scd2.changes reads them back by (key, valid_from), and a revert keeps
  * them in the change log before it deletes the rows.

@@ -24,8 +24,9 @@
  *      restore valid_to, is_current and the Type 1 columns of the rows it
  *      updated (deleting first: the restored current rows must not meet
  *      the current rows the run inserted in the unique index on current
- *      rows); each statement must touch exactly the rows the change log
- *      names; a valid_to that meant "current" under the run's
+ *      rows), then write back whole the inferred versions it completed
+ *      (load/complete.c; 'complete' rows); each statement must touch
+ *      exactly the rows the change log names; a valid_to that meant "current" under the run's
  *      current_valid_to becomes the current registration's; refuse when
  *      the keys the run touched now have overlapping versions (a version
  *      added by hand since, where the restored one reopens);
