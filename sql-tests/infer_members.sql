@@ -252,6 +252,26 @@ SELECT scd2_test.checksum('inf.odim') = s AS inferred_restored FROM inf.state_od
 CALL scd2.apply('ostg', 'odim');
 SELECT count(*) FILTER (WHERE is_inferred) AS still_inferred, scd2_test.invariants('odim') FROM odim;
 
+-- A dimension of an ordinary role, who infers and loads (its statements
+-- run as that owner: the change log's work table is its to insert into).
+CREATE ROLE inf_owner;
+GRANT USAGE, CREATE ON SCHEMA inf TO inf_owner;
+GRANT SELECT ON facts TO inf_owner;
+SET ROLE inf_owner;
+CREATE TABLE inf.rdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,
+                       valid_from timestamptz NOT NULL, valid_to timestamptz,
+                       is_inferred boolean NOT NULL DEFAULT false);
+CREATE TABLE inf.rstg (id int, city text, eff timestamptz);
+SELECT scd2.register('inf.rdim', ARRAY['id'], effective_column => 'eff', surrogate_key_column => 'sk',
+                     inferred_column => 'is_inferred', order_free => false);
+SELECT scd2.infer_members('inf.facts', 'inf.rdim', 'sold_at') AS inferred;
+INSERT INTO inf.rstg VALUES (3, 'Paris', '2024-01-15'), (4, 'Lyon', '2024-05-01');
+CALL scd2.apply('inf.rstg', 'inf.rdim');
+SELECT id, city, valid_from, is_inferred FROM inf.rdim ORDER BY id;
+SELECT scd2.revert(max(run_id)) IS NOT NULL AS reverted FROM scd2.audit_log WHERE dimension_oid = 'inf.rdim'::regclass AND status = 'success';
+SELECT count(*) FILTER (WHERE is_inferred) AS inferred_again FROM inf.rdim;
+RESET ROLE;
+
 -- A staging table with a column named as the inferred_column is refused.
 CREATE TABLE stg_flag (id int, city text, tier text, eff timestamptz, is_inferred boolean);
 INSERT INTO stg_flag VALUES (6, 'Bern', 'gold', '2024-07-01', false);
@@ -261,3 +281,5 @@ SELECT scd2_test.checksum('inf.dim') || scd2_test.checksum('scd2.change_log') = 
 
 RESET search_path;
 DROP SCHEMA inf CASCADE;
+DROP OWNED BY inf_owner;
+DROP ROLE inf_owner;

@@ -124,11 +124,13 @@ sql_infer(const Scd2Config *cfg, bool log)
 						 scd2_changelog_encode_sql(cfg->vf.typid, psprintf("i.%s", cfg->vf.ident)));
 		return buf.data;
 	}
+	/* (the log's work table is the owner's to insert into, not to read) */
 	appendStringInfo(&buf, ", l AS (INSERT INTO " LOG_TABLE " (" LOG_COLS_KEYS ", valid_to)"
 					 " SELECT " WT_ACT_INSERT ", true, CAST(i.%s AS pg_catalog.int8), %s, %s,"
-					 " NULL::pg_catalog.timestamptz FROM i RETURNING valid_from)"
-					 " SELECT pg_catalog.count(*), pg_catalog.min(l.valid_from) FROM l",
+					 " NULL::pg_catalog.timestamptz FROM i)"
+					 " SELECT pg_catalog.count(*), pg_catalog.min(%s) FROM i",
 					 cfg->sk, scd2_key_json_sql(cfg, "i"),
+					 scd2_changelog_encode_sql(cfg->vf.typid, psprintf("i.%s", cfg->vf.ident)),
 					 scd2_changelog_encode_sql(cfg->vf.typid, psprintf("i.%s", cfg->vf.ident)));
 	return buf.data;
 }
