@@ -112,7 +112,7 @@ REVOKE EXECUTE ON FUNCTION scd2._create_dimension(name, text, regclass, name[], 
 -- scd2.register_fact, scd2.check_facts, scd2.rekey_facts (docs/FACTS.md);
 -- a maintained fact table (register_fact's maintain, the default) is
 -- re-keyed by every run that moves the dimension's history, in its own
--- transaction (metric facts_rekeyed).  Not built yet: inferred members.
+-- transaction (metric facts_rekeyed).  Inferred members: the block at the end.
 ------------------------------------------------------------------------------
 CREATE TABLE scd2.fact_tables (
     fact                 regclass PRIMARY KEY,
