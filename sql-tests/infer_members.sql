@@ -161,6 +161,16 @@ CREATE TABLE fact_sales AS SELECT f.order_id, scd2.asof('dim', f.sold_at, f.id) 
 SELECT scd2.register_fact('fact_sales', 'dim', 'dim_sk', 'sold_at');
 CALL scd2.apply('stg', 'dim');
 SELECT count(*) AS wrong_facts FROM scd2.check_facts('fact_sales');
+-- A fact keyed to the completed version before the inferred version's
+-- start (key 3 moved back to Jan 15): the revert of the completion gives
+-- back the inferred version from Feb 5, and re-keys that fact (maintained:
+-- to no version, NULL).
+INSERT INTO fact_sales SELECT 7, scd2.asof('dim', '2024-01-20', 3), '2024-01-20';
+SELECT dim_sk IS NOT NULL AS keyed FROM fact_sales WHERE order_id = 7;
+SELECT scd2.revert(max(run_id)) IS NOT NULL AS reverted FROM scd2.audit_log WHERE dimension_oid = 'dim'::regclass AND status = 'success';
+SELECT dim_sk IS NULL AS rekeyed_to_none FROM fact_sales WHERE order_id = 7;
+SELECT count(*) AS wrong_facts FROM scd2.check_facts('fact_sales');
+CALL scd2.apply('stg', 'dim');
 
 -- An inferred version no longer current is not completed: a delete marker
 -- for an inferred key closes it (the flag stays), and when the key's record
