@@ -672,3 +672,14 @@ AS 'MODULE_PATHNAME', 'scd2_infer_members'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION scd2.infer_members(regclass, regclass, name) IS
     'inserts an inferred current version (flagged in the registered inferred_column) for every business key of a batch of facts that the dimension has no version of, from the earliest time among its facts; a logged, revertible run; returns the number inferred';
+
+------------------------------------------------------------------------------
+-- Issue 50: a change stream's events (src/load/arrival.c, stream.c).  The
+-- memory keeps each event's sequence (its text form, a JSON string) and,
+-- for a stream, every event as it came.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.arrival_memory ADD COLUMN sequence jsonb;
+COMMENT ON COLUMN scd2.arrival_memory.sequence IS
+    'a change stream''s event: its sequence_column value (text form, a JSON string); NULL: none';
+COMMENT ON TABLE scd2.arrival_memory IS
+    'scd2 arrival memory: the events of order-free dimensions that their versions do not show (no-op observations, deletes) and, for change streams (a sequence, partial updates, Type 1 columns), every event; pruned with scd2.prune_arrival_memory';

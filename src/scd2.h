@@ -49,6 +49,8 @@ typedef struct Scd2Column
 	char		stg_category;	/* typcategory of the dimension type */
 	bool		carried;		/* not in staging: the current version's value
 								 * (missing_columns = 'carry_forward') */
+	bool		ignore_null;	/* register's ignore_null_updates: an event's
+								 * NULL here means "unchanged" (load/arrival.c) */
 } Scd2Column;
 
 /* A registered dimension resolved for one load. */
@@ -99,6 +101,17 @@ typedef struct Scd2Config
 								 * NULL otherwise */
 	double		max_close_fraction; /* the partial-extract guard; < 0: none */
 	bool		order_free;		/* register's order_free (load/arrival.c) */
+
+	/*
+	 * A change stream (0.5, load/arrival.c): the staging column that orders
+	 * one key's events at one instant (quoted, or NULL) and its type; and
+	 * stream: an order-free load that remembers every event as it came (a
+	 * sequence, partial updates or Type 1 columns need them all later).
+	 */
+	char	   *seq_col;
+	char	   *seq_name;		/* the same, unquoted, for messages */
+	char	   *seq_type_sql;
+	bool		stream;
 
 	/*
 	 * 0.4's comparison helpers, when the installed objects have them (the

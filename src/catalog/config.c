@@ -10,6 +10,8 @@
 
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
@@ -342,6 +344,57 @@ resolve_delete(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
 }
 
 /*
+ * The staging table's sequence column (register's sequence_column): any
+ * type with a default btree ordering, read as it is (it is compared, never
+ * stored: a dimension column of that name is copied, not tracked).
+ */
+static void
+resolve_sequence(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc stg)
+{
+	Form_pg_attribute att = find_attribute(stg, reg->sequence_column);
+
+	if (att == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("staging table %s has no column \"%s\"", cfg->stg_name, reg->sequence_column),
+				 errdetail("Column \"%s\" is the registered sequence_column of dimension %s.",
+						   reg->sequence_column, cfg->dim_name),
+				 errhint("Add the column that orders the events (an LSN, an offset) to the staging table, or register the dimension again without sequence_column.")));
+	if (!OidIsValid(GetDefaultOpClass(att->atttypid, BTREE_AM_OID)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("sequence column \"%s\" of staging table %s has type %s, which has no btree ordering",
+						reg->sequence_column, cfg->stg_name, format_type_be(att->atttypid)),
+				 errhint("Give the sequence a type that sorts (bigint, numeric, pg_lsn, text, a timestamp).")));
+	/* its comparisons and text forms run as the dimension's owner: trusted code only */
+	scd2_trust_staging_column(cfg->owner, cfg->stg_name, cfg->dim_name, reg->sequence_column,
+							  att->atttypid, att->attcollation, att->atttypid, att->attcollation);
+	cfg->seq_col = pstrdup(quote_identifier(reg->sequence_column));
+	cfg->seq_name = reg->sequence_column;
+	cfg->seq_type_sql = format_type_extended(att->atttypid, att->atttypmod,
+											 FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+/*
+ * The columns whose NULL means "unchanged", and whether the load is a
+ * stream's (load/arrival.c): an order-free load with a sequence, partial
+ * updates or Type 1 columns.
+ */
+static void
+resolve_stream(Scd2Config *cfg, const Scd2Registration *reg)
+{
+	Scd2Column *groups[3] = {cfg->tracked, cfg->type1, cfg->other};
+	int			counts[3] = {cfg->ntracked, cfg->ntype1, cfg->nother};
+	bool		partial = false;
+
+	for (int g = 0; g < 3; g++)
+		for (int i = 0; i < counts[g]; i++)
+			if (name_in_list(reg->ignore_null_updates, groups[g][i].name))
+				partial = groups[g][i].ignore_null = true;
+	cfg->stream = cfg->order_free && (cfg->seq_col != NULL || partial || cfg->ntype1 > 0);
+}
+
+/*
  * A dimension column a load can leave out of a new version: its default,
  * identity or generation expression fills it.
  */
@@ -462,7 +515,8 @@ resolve_payload(Scd2Config *cfg, const Scd2Registration *reg, TupleDesc dim, Tup
 			continue;
 		}
 		if (reg->tracked_all &&
-			!(reg->effective_column && strcmp(name, reg->effective_column) == 0))
+			!(reg->effective_column && strcmp(name, reg->effective_column) == 0) &&
+			!(reg->sequence_column && strcmp(name, reg->sequence_column) == 0))
 			tracked = lappend(tracked, pstrdup(name));
 		else if (!name_in_list(tracked_listed, name))
 			other = lappend(other, pstrdup(name));
@@ -570,7 +624,10 @@ scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg)
 		resolve_effective(cfg, reg, stg);
 	if (reg->delete_column)
 		resolve_delete(cfg, reg, stg);
+	if (reg->sequence_column)
+		resolve_sequence(cfg, reg, stg);
 	resolve_payload(cfg, reg, dim, stg, excluded);
+	resolve_stream(cfg, reg);
 
 	table_close(stgrel, NoLock);
 	table_close(dimrel, NoLock);

@@ -455,10 +455,10 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 /*
  * scd2._registry_store_order_free(dimension, order_free) (0.4): an
  * order-free dimension (load/arrival.c) needs an effective column and
- * incremental mode (its events carry their own instants), value detection,
- * and no Type 1 columns (an in-place overwrite depends on which event
- * arrived last, not on the events).  Checked against the registration
- * register has just stored.
+ * incremental mode (its events carry their own instants) and value
+ * detection.  Its Type 1 columns (0.5) follow the latest event by
+ * effective time and sequence (load/stream.c).  Checked against the
+ * registration register has just stored.
  */
 Datum
 scd2_registry_store_order_free(PG_FUNCTION_ARGS)
@@ -476,7 +476,7 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 	if (DatumGetBool(values[1]))
 	{
 		scd2_exec_catalog("SELECT d.effective_column IS NULL, d.mode OPERATOR(pg_catalog.<>) 'incremental',"
-						  " pg_catalog.cardinality(d.type1) OPERATOR(pg_catalog.>) 0,"
+						  " false,"
 						  " d.detect OPERATOR(pg_catalog.<>) 'values',"
 						  " d.on_schema_change IN ('append_new_columns', 'sync_all_columns')"
 						  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
@@ -490,8 +490,6 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 				why = "it has no effective_column: its events must carry their own instants";
 			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
 				why = "it is in snapshot mode: an extract is a state now, not a set of events";
-			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
-				why = "it has Type 1 columns: an in-place overwrite depends on which event arrives last";
 			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
 				why = "it detects changes by timestamp: every later instant would be a change";
 			/*
@@ -505,8 +503,8 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
-					 errdetail("order_free needs an effective column, incremental mode, value detection, no Type 1 columns and on_schema_change 'ignore' or 'fail'; %s.", why),
-					 errhint("Register it without order_free, or with an effective column in incremental mode, no Type 1 columns and on_schema_change 'ignore' or 'fail'.")));
+					 errdetail("order_free needs an effective column, incremental mode, value detection and on_schema_change 'ignore' or 'fail'; %s.", why),
+					 errhint("Register it without order_free, or with an effective column in incremental mode and on_schema_change 'ignore' or 'fail'.")));
 	}
 	store_option(PG_GETARG_OID(0), "order_free", BOOLOID, values[1], false);
 	SPI_finish();

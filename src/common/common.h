@@ -102,6 +102,7 @@ extern void scd2_append_normalized_staging(StringInfo buf, const Scd2Config *cfg
 extern void scd2_append_payload_cols(StringInfo buf, const Scd2Config *cfg,
 									 const char *prefix);
 extern char *scd2_partition_by_keys(const Scd2Config *cfg);
+extern char *scd2_partition_by(const Scd2Config *cfg, const char *alias);
 extern int	scd2_keys_cheap_prefix(const Scd2Config *cfg);
 extern void scd2_append_update_set(StringInfo buf, const Scd2Config *cfg, bool moves);
 extern void scd2_append_insert_cols(StringInfo buf, const Scd2Config *cfg, Oid sk_seq);

@@ -325,6 +325,9 @@ scd2_append_all_staging(StringInfo buf, const Scd2Config *cfg)
 		appendStringInfo(buf, X("NOT COALESCE(s.%s, false) AS `_present"), cfg->del_col);
 	else
 		appendStringInfoString(buf, X("true AS `_present"));
+	/* a change stream's order at one instant (load/arrival.c) */
+	if (cfg->seq_col)
+		appendStringInfo(buf, X(", s.%s AS `_q"), cfg->seq_col);
 	appendStringInfo(buf, " FROM %s s)", cfg->stg_sql);
 }
 
@@ -364,11 +367,18 @@ scd2_append_payload_cols(StringInfo buf, const Scd2Config *cfg, const char *pref
 char *
 scd2_partition_by_keys(const Scd2Config *cfg)
 {
+	return scd2_partition_by(cfg, NULL);
+}
+
+/* "PARTITION BY alias.k1, alias.k2" (alias NULL: none) */
+char *
+scd2_partition_by(const Scd2Config *cfg, const char *alias)
+{
 	StringInfoData part;
 
 	initStringInfo(&part);
 	appendStringInfoString(&part, "PARTITION BY ");
-	scd2_append_cols(&part, cfg->keys, cfg->nkeys, NULL);
+	scd2_append_cols(&part, cfg->keys, cfg->nkeys, alias ? psprintf("%s.", alias) : NULL);
 	return part.data;
 }
 

@@ -40,7 +40,21 @@ PG_FUNCTION_INFO_V1(scd2_prune_arrival_memory);
 PG_FUNCTION_INFO_V1(scd2_arrival_memory_size);
 
 #define MEMORY_COLS "business_key pg_catalog.jsonb, effective pg_catalog.timestamptz," \
-	" present pg_catalog.bool, state pg_catalog.jsonb"
+	" present pg_catalog.bool, state pg_catalog.jsonb, sequence pg_catalog.jsonb"
+
+/*
+ * A remembered event's sequence (0.5: a change stream's order at one
+ * instant, load/arrival.c), when the installed objects keep it: the
+ * library is updated before ALTER EXTENSION scd2 UPDATE adds the column,
+ * and a dimension registered before has no sequence.
+ */
+static const char *
+memory_sequence(const char *alias)
+{
+	if (!scd2_installed("arrival_memory", "sequence"))
+		return "NULL::pg_catalog.jsonb";
+	return psprintf("%s.sequence", alias);
+}
 
 static void
 catalog_utility(const char *sql, const char *what)
@@ -197,14 +211,15 @@ scd2_arrival_memory_recall(Oid dim_oid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
 
-	(void) memory_exec_per_row("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, tid)"
-							   " SELECT m.business_key, m.effective, m.present, m.state, m.ctid"
+	(void) memory_exec_per_row(psprintf("INSERT INTO " ARR_RECALLED_TABLE " (business_key, effective, present, state, sequence, tid)"
+							   " SELECT m.business_key, m.effective, m.present, m.state, m.sequence, m.ctid"
 							   "   FROM ONLY " ARR_KEYS_TABLE " k CROSS JOIN LATERAL"
-							   "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state"
+							   "        (SELECT m0.ctid, m0.business_key, m0.effective, m0.present, m0.state, %s AS sequence"
 							   "           FROM scd2.arrival_memory m0"
 							   "          WHERE m0.dimension OPERATOR(pg_catalog.=) $1 AND (m0.dropped_by IS NULL) IS TRUE"
 							   "            AND m0.business_key OPERATOR(pg_catalog.=) k.business_key"
 							   "            AND (m0.effective OPERATOR(pg_catalog.>=) k.since) IS TRUE OFFSET 0) m",
+							   memory_sequence("m0")),
 							   1, argtypes, values, false, SPI_OK_INSERT, "recalling remembered events");
 }
 
@@ -284,7 +299,8 @@ scd2_arrival_memory_recall_observed(void)
 	a ".business_key OPERATOR(pg_catalog.=) " b ".business_key AND " \
 	a ".effective OPERATOR(pg_catalog.=) " b ".effective AND " \
 	a ".present OPERATOR(pg_catalog.=) " b ".present AND " \
-	"COALESCE(" a ".state, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".state, 'null')"
+	"COALESCE(" a ".state, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".state, 'null') AND " \
+	"COALESCE(" a ".sequence, 'null') OPERATOR(pg_catalog.=) COALESCE(" b ".sequence, 'null')"
 
 /*
  * The recalled events the load does not remember again are superseded by
@@ -330,13 +346,15 @@ scd2_arrival_memory_store(Oid dim_oid, int64 run_id, bool recalled)
 {
 	Oid			argtypes[2] = {OIDOID, INT8OID};
 	Datum		values[2] = {ObjectIdGetDatum(dim_oid), Int64GetDatum(run_id)};
+	bool		seq = scd2_installed("arrival_memory", "sequence");
 
 	if (recalled)
 		supersede_recalled(dim_oid, run_id);
 	/* what is remembered again as it is stays as it is */
 	(void) scd2_exec_catalog(psprintf("INSERT INTO scd2.arrival_memory (dimension, business_key, effective, present,"
-									  " state, run_id) SELECT $1, r.business_key, r.effective, r.present, r.state, $2"
+									  " state, run_id%s) SELECT $1, r.business_key, r.effective, r.present, r.state, $2%s"
 									  "   FROM ONLY " ARR_REMEMBER_TABLE " r%s",
+									  seq ? ", sequence" : "", seq ? ", r.sequence" : "",
 									  recalled ? "  WHERE NOT EXISTS (SELECT FROM ONLY " ARR_RECALLED_TABLE " c"
 									  " WHERE " SAME_EVENT("c", "r") ")" : ""),
 							 2, argtypes, values, NULL, false, SPI_OK_INSERT, "remembering events");

@@ -50,25 +50,15 @@
 #include "load/steps.h"
 #include "load/runner.h"
 #include "load/worktable.h"
+#include "load/arrival.h"
 #include "citus/citus.h"
 
-#define EV_TABLE	"pg_temp.\"scd2 work: arrival events\""
-#define TL_TABLE	"pg_temp.\"scd2 work: arrival timeline\""
-
-/* `_src of an event: what it is, and its precedence at one instant. */
-#define EV_PRIOR		"0"		/* the version in force just before m */
-#define EV_VERSION		"1"		/* an existing version starting at or after m */
-#define EV_GAP			"2"		/* a delete where a version ends in a gap */
-#define EV_REMEMBERED	"3"		/* a remembered event */
-#define EV_STAGED		"4"		/* a staged row */
 
 /*
  * events    `_t the instant, `_present, `_src (EV_*), `_sk and `_ovt of an
- *           existing version (else NULL)
- * timeline  one row per instant: `_t, `_present (no delete there), `_keep
- *           (it changes the state in force), `_run (kept instants so far),
- *           `_applied (a staged row decides it: no existing event of that
- *           state is there), `_hadver (an existing version starts there)
+ *           existing version (else NULL), `_q its sequence (a staged or
+ *           remembered event of a change stream; else NULL)
+ * (the timeline: arrival.h)
  */
 static const WorkColumn events_cols[] = {
 	{"`_t", WT_VF},
@@ -76,47 +66,35 @@ static const WorkColumn events_cols[] = {
 	{"`_src", WT_INT4},
 	{"`_sk", WT_INT8},
 	{"`_ovt", WT_VT},
+	{"`_q", WT_SEQ},
 };
 
-static const WorkColumn timeline_cols[] = {
-	{"`_t", WT_VF},
-	{"`_present", WT_BOOL},
-	{"`_keep", WT_BOOL},
-	{"`_run", WT_INT8},
-	{"`_applied", WT_BOOL},
-	{"`_hadver", WT_BOOL},
-};
-
-/* "PARTITION BY alias.k1, alias.k2" */
-static char *
-partition_by(const Scd2Config *cfg, const char *alias)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "PARTITION BY ");
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, psprintf("%s.", alias));
-	return buf.data;
-}
+#define partition_by scd2_partition_by
 
 static char *remembered_select(const Scd2Config *cfg, const char *alias, const char *instant,
-							   const char *present);
+							   const char *present, const char *sequence);
 static char *state_json_sql(const Scd2Config *cfg, const char *alias, const char *instant);
 
 static const WorkTable wt_events = {EV_TABLE, events_cols, lengthof(events_cols), true};
-static const WorkTable wt_timeline = {TL_TABLE, timeline_cols, lengthof(timeline_cols), true};
 
 /* ", CASE WHEN cond THEN alias.col END AS col" for each payload column. */
 static void
 append_payload_if(StringInfo buf, const Scd2Config *cfg, const char *alias, const char *cond)
 {
-	const Scd2Column *groups[2] = {cfg->tracked, cfg->other};
-	int			counts[2] = {cfg->ntracked, cfg->nother};
+	const Scd2Column *groups[3] = {cfg->tracked, cfg->type1, cfg->other};
+	int			counts[3] = {cfg->ntracked, cfg->ntype1, cfg->nother};
 
-	for (int g = 0; g < 2; g++)
+	for (int g = 0; g < 3; g++)
 		for (int i = 0; i < counts[g]; i++)
 			appendStringInfo(buf, ", CASE WHEN %s THEN %s.%s END AS %s", cond, alias, groups[g][i].ident,
 							 groups[g][i].ident);
+}
+
+/* A NULL of the events' `_q column (the sequence's type, or int4). */
+static char *
+seq_null(const Scd2Config *cfg)
+{
+	return psprintf("CAST(NULL AS %s)", cfg->seq_type_sql ? cfg->seq_type_sql : "pg_catalog.int4");
 }
 
 /*
@@ -142,19 +120,19 @@ append_staged(StringInfo buf, const Scd2Config *cfg, bool subset)
 static void
 append_staged_events(StringInfo buf, const Scd2Config *cfg, bool subset)
 {
-	const Scd2Column *groups[3] = {cfg->keys, cfg->tracked, cfg->other};
-	int			counts[3] = {cfg->nkeys, cfg->ntracked, cfg->nother};
+	const Scd2Column *groups[4] = {cfg->keys, cfg->tracked, cfg->type1, cfg->other};
+	int			counts[4] = {cfg->nkeys, cfg->ntracked, cfg->ntype1, cfg->nother};
 
 	appendStringInfoString(buf, "SELECT DISTINCT ON (");
-	for (int g = 0; g < 3; g++)
+	for (int g = 0; g < 4; g++)
 		for (int i = 0; i < counts[g]; i++)
 			appendStringInfo(buf, groups[g][i].sortable ? "s.%s, " : "CAST(s.%s AS pg_catalog.text), ",
 							 groups[g][i].ident);
-	appendStringInfoString(buf, X("s.`_t, s.`_present) s.`_t, s.`_present, " EV_STAGED ", NULL::pg_catalog.int8, NULL"));
+	appendStringInfo(buf, X("s.`_t, s.`_present%s) s.`_t, s.`_present, " EV_STAGED ", NULL::pg_catalog.int8, NULL, %s"),
+					 cfg->seq_col ? X(", s.`_q") : "", cfg->seq_col ? X("s.`_q") : seq_null(cfg));
 	scd2_append_more_cols(buf, cfg->keys, cfg->nkeys, "s.");
-	scd2_append_more_cols(buf, cfg->tracked, cfg->ntracked, "s.");
-	scd2_append_more_cols(buf, cfg->other, cfg->nother, "s.");
-	appendStringInfoString(buf, X(" FROM (SELECT s0.`_t, s0.`_present"));
+	scd2_append_payload_cols(buf, cfg, "s.");
+	appendStringInfo(buf, X(" FROM (SELECT s0.`_t, s0.`_present%s"), cfg->seq_col ? X(", s0.`_q") : "");
 	scd2_append_more_cols(buf, cfg->keys, cfg->nkeys, "s0.");
 	append_payload_if(buf, cfg, "s0", X("s0.`_present"));
 	appendStringInfoString(buf, " FROM ");
@@ -166,13 +144,15 @@ append_staged_events(StringInfo buf, const Scd2Config *cfg, bool subset)
 static void
 append_remembered_events(StringInfo buf, const Scd2Config *cfg)
 {
-	const Scd2Column *groups[2] = {cfg->tracked, cfg->other};
-	int			counts[2] = {cfg->ntracked, cfg->nother};
+	const Scd2Column *groups[3] = {cfg->tracked, cfg->type1, cfg->other};
+	int			counts[3] = {cfg->ntracked, cfg->ntype1, cfg->nother};
 
-	appendStringInfo(buf, X("SELECT %s, r.present, " EV_REMEMBERED ", NULL::pg_catalog.int8, NULL"),
-					 scd2_changelog_decode_sql(cfg->vf.typid, "r.effective"));
+	appendStringInfo(buf, X("SELECT %s, r.present, " EV_REMEMBERED ", NULL::pg_catalog.int8, NULL, %s"),
+					 scd2_changelog_decode_sql(cfg->vf.typid, "r.effective"),
+					 cfg->seq_col ? psprintf("CAST(r.sequence OPERATOR(pg_catalog.#>>) '{}' AS %s)", cfg->seq_type_sql)
+					 : seq_null(cfg));
 	scd2_append_more_cols(buf, cfg->keys, cfg->nkeys, "km.");
-	for (int g = 0; g < 2; g++)
+	for (int g = 0; g < 3; g++)
 		for (int i = 0; i < counts[g]; i++)
 			appendStringInfo(buf, ", CAST(r.state OPERATOR(pg_catalog.->>) %s AS %s)",
 							 quote_literal_cstr(groups[g][i].name), groups[g][i].type_sql);
@@ -181,8 +161,38 @@ append_remembered_events(StringInfo buf, const Scd2Config *cfg)
 }
 
 /*
- * The events of every staged key from its earliest staged instant on
- * (km.`_m), and the version in force just before it.
+ * "SELECT keys, `_m": every staged key and the instant it is recomputed
+ * from -- its earliest staged instant; with Type 1 columns, the start of
+ * the version in force at that instant, if earlier: a version takes the
+ * Type 1 values of the latest event in its range (docs/SEMANTICS.md), so
+ * the events of the version a late event splits are read from its start.
+ */
+static void
+append_key_instants(StringInfo buf, const Scd2Config *cfg, bool subset)
+{
+	appendStringInfoString(buf, "SELECT ");
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "k0.");
+	if (cfg->ntype1 > 0)
+	{
+		appendStringInfo(buf, X(", COALESCE((SELECT d.%s FROM %s d WHERE "), cfg->vf.ident, cfg->dim_sql);
+		scd2_append_key_join(buf, cfg, "d", "k0");
+		appendStringInfo(buf, X(" AND d.%s < k0.`_m0 ORDER BY d.%s DESC LIMIT 1), k0.`_m0) AS `_m"),
+						 cfg->vf.ident, cfg->vf.ident);
+	}
+	else
+		appendStringInfoString(buf, X(", k0.`_m0 AS `_m"));
+	appendStringInfoString(buf, " FROM (SELECT ");
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(buf, X(", pg_catalog.min(s.`_t) AS `_m0 FROM "));
+	append_staged(buf, cfg, subset);
+	appendStringInfoString(buf, " s GROUP BY ");
+	scd2_append_cols(buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(buf, ") k0");
+}
+
+/*
+ * The events of every staged key from its instant km.`_m on
+ * (append_key_instants), and the version in force just before it.
  */
 static char *
 sql_events(const Scd2Config *cfg, bool subset)
@@ -195,30 +205,25 @@ sql_events(const Scd2Config *cfg, bool subset)
 	for (int i = 0; i < wt_events.ncols; i++)
 		appendStringInfo(&buf, "%s%s", i ? ", " : "", X(wt_events.cols[i].name));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, NULL);
-	scd2_append_more_cols(&buf, cfg->tracked, cfg->ntracked, NULL);
-	scd2_append_more_cols(&buf, cfg->other, cfg->nother, NULL);
-	appendStringInfoString(&buf, ") WITH km AS (SELECT ");
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfoString(&buf, X(", pg_catalog.min(s.`_t) AS `_m FROM "));
-	append_staged(&buf, cfg, subset);
-	appendStringInfoString(&buf, " s GROUP BY ");
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	scd2_append_payload_cols(&buf, cfg, NULL);
+	appendStringInfoString(&buf, ") WITH km AS (");
+	append_key_instants(&buf, cfg, subset);
 	appendStringInfo(&buf, X("), rel AS (SELECT d.*, km.`_m AS `_m, %s AS `_o FROM km JOIN %s d ON "),
 					 scd2_open_vt(cfg, "d"), cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "km");
 	appendStringInfo(&buf, X(" WHERE %s IS NULL OR %s >= km.`_m) "), scd2_open_vt(cfg, "d"), scd2_open_vt(cfg, "d"));
 
 	/* versions: the one in force before m, and those from m on */
-	appendStringInfo(&buf, X("SELECT d.%s, true, CASE WHEN d.%s < d.`_m THEN " EV_PRIOR " ELSE " EV_VERSION " END, %s, d.`_o"),
-					 cfg->vf.ident, cfg->vf.ident, sk);
+	appendStringInfo(&buf, X("SELECT d.%s, true, CASE WHEN d.%s < d.`_m THEN " EV_PRIOR " ELSE " EV_VERSION " END, %s, d.`_o, %s"),
+					 cfg->vf.ident, cfg->vf.ident, sk, seq_null(cfg));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "d.");
-	scd2_append_more_cols(&buf, cfg->tracked, cfg->ntracked, "d.");
-	scd2_append_more_cols(&buf, cfg->other, cfg->nother, "d.");
+	scd2_append_payload_cols(&buf, cfg, "d.");
 	appendStringInfoString(&buf, " FROM rel d");
 	/* gaps: a version ends where none starts */
-	appendStringInfoString(&buf, X(" UNION ALL SELECT d.`_o, false, " EV_GAP ", NULL, NULL"));
+	appendStringInfo(&buf, X(" UNION ALL SELECT d.`_o, false, " EV_GAP ", NULL, NULL, %s"), seq_null(cfg));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "d.");
 	scd2_append_null_cols(&buf, cfg->tracked, cfg->ntracked);
+	scd2_append_null_cols(&buf, cfg->type1, cfg->ntype1);
 	scd2_append_null_cols(&buf, cfg->other, cfg->nother);
 	appendStringInfo(&buf, X(" FROM rel d WHERE d.`_o IS NOT NULL AND NOT EXISTS (SELECT 1 FROM %s d2 WHERE "),
 					 cfg->dim_sql);
@@ -273,7 +278,7 @@ sql_timeline(const Scd2Config *cfg)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	scd2_append_work_insert(&buf, cfg, &wt_timeline, TL_TABLE, false);
+	scd2_append_work_insert(&buf, cfg, &scd2_wt_arrival_timeline, TL_TABLE, false);
 	scd2_append_more_cols(&buf, cfg->tracked, cfg->ntracked, NULL);
 	scd2_append_more_cols(&buf, cfg->other, cfg->nother, NULL);
 	appendStringInfo(&buf, X(") WITH e AS (%s), i AS (SELECT e.`_t, NOT e.`_gone AS `_live,"
@@ -303,42 +308,84 @@ sql_timeline(const Scd2Config *cfg)
 /*
  * The change rows: the existing versions reused (extended, shortened,
  * closed), superseded (removed), and the runs without one (inserted).
+ * With Type 1 columns, a run's version takes the Type 1 values of the
+ * run's last instant (its latest event: docs/SEMANTICS.md), written over
+ * a reused version where they differ (`_set_y; action 'type1' when its
+ * range stays).
  */
 static char *
 sql_changes(const Scd2Config *cfg)
 {
 	StringInfoData buf;
+	bool		y = cfg->ntype1 > 0;
 
 	initStringInfo(&buf);
 	scd2_append_work_insert(&buf, cfg, &scd2_wt_changes, CHG_TABLE, true);
 	appendStringInfo(&buf, X(") WITH runs AS (SELECT t.*, pg_catalog.lead(t.`_t) OVER w AS `_end,"
 							 " pg_catalog.lead(t.`_present) OVER w AS `_npresent FROM " TL_TABLE " t"
 							 " WHERE t.`_keep WINDOW w AS (%s ORDER BY t.`_t)), "), partition_by(cfg, "t"));
+	if (y)
+	{
+		/* ry: each run's Type 1 values, of its last instant */
+		appendStringInfoString(&buf, X("ry AS (SELECT DISTINCT ON ("));
+		scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "t.");
+		appendStringInfoString(&buf, X(", t.`_run) t.`_run"));
+		scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "t.");
+		for (int i = 0; i < cfg->ntype1; i++)
+			appendStringInfo(&buf, X(", t.%s AS `_z%d"), cfg->type1[i].ident, i + 1);
+		appendStringInfoString(&buf, X(" FROM " TL_TABLE " t WHERE t.`_run > 0 ORDER BY "));
+		scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "t.");
+		appendStringInfoString(&buf, X(", t.`_run, t.`_t DESC), "));
+	}
 	appendStringInfoString(&buf, X("ver AS (SELECT e.`_t AS `_ovf, e.`_ovt, e.`_sk, t.`_run, t.`_present AS `_live"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "e.");
+	scd2_append_more_cols(&buf, cfg->type1, cfg->ntype1, "e.");
 	appendStringInfo(&buf, X(", pg_catalog.row_number() OVER (%s, t.`_run ORDER BY e.`_t) AS `_rk"
 							 " FROM " EV_TABLE " e JOIN " TL_TABLE " t ON "), partition_by(cfg, "e"));
 	scd2_append_key_join(&buf, cfg, "t", "e");
 	appendStringInfoString(&buf, X(" AND t.`_t = e.`_t WHERE e.`_src <= " EV_VERSION "), "
-								   "reuse AS (SELECT v.*, r.`_t AS `_nvf, r.`_end, r.`_npresent FROM ver v JOIN runs r ON "));
+								   "reuse AS (SELECT v.*, r.`_t AS `_nvf, r.`_end, r.`_npresent"));
+	if (y)
+	{
+		for (int i = 0; i < cfg->ntype1; i++)
+			appendStringInfo(&buf, X(", z.`_z%d"), i + 1);
+		appendStringInfoString(&buf, X(", NOT ("));
+		scd2_append_eq_positional(&buf, cfg, cfg->type1, cfg->ntype1, "v.", "z.", "z");
+		appendStringInfoString(&buf, X(") AS `_sety"));
+	}
+	else
+		appendStringInfoString(&buf, X(", false AS `_sety"));
+	appendStringInfoString(&buf, " FROM ver v JOIN runs r ON ");
 	scd2_append_key_join(&buf, cfg, "r", "v");
-	appendStringInfoString(&buf, X(" AND r.`_run = v.`_run WHERE v.`_live AND v.`_rk = 1) "));
+	appendStringInfoString(&buf, X(" AND r.`_run = v.`_run"));
+	if (y)
+	{
+		appendStringInfoString(&buf, " JOIN ry z ON ");
+		scd2_append_key_join(&buf, cfg, "z", "v");
+		appendStringInfoString(&buf, X(" AND z.`_run = v.`_run"));
+	}
+	appendStringInfoString(&buf, X(" WHERE v.`_live AND v.`_rk = 1) "));
 
-	/* reused versions whose range changed */
-	appendStringInfoString(&buf, X("SELECT CASE WHEN u.`_nvf = u.`_ovf AND u.`_ovt IS NULL THEN"
+	/* reused versions whose range (or Type 1 values) changed */
+	appendStringInfoString(&buf, X("SELECT CASE WHEN u.`_nvf = u.`_ovf AND u.`_end IS NOT DISTINCT FROM u.`_ovt THEN " WT_ACT_TYPE1
+								   " WHEN u.`_nvf = u.`_ovf AND u.`_ovt IS NULL THEN"
 								   " CASE WHEN u.`_npresent THEN " WT_ACT_CLOSE " ELSE " WT_ACT_DELETE " END"
 								   " WHEN u.`_nvf = u.`_ovf AND u.`_end < u.`_ovt THEN " WT_ACT_SHORTEN
 								   " ELSE " WT_ACT_EXTEND " END, " WT_ORIGIN_COMPLEX ", false, u.`_ovf, u.`_sk,"
-								   " u.`_nvf, u.`_end, u.`_end IS NULL, false"));
+								   " u.`_nvf, u.`_end, u.`_end IS NULL, u.`_sety"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "u.");
 	scd2_append_null_cols(&buf, cfg->tracked, cfg->ntracked);
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, X(", u.`_z%d"), i + 1);
 	scd2_append_null_cols(&buf, cfg->other, cfg->nother);
-	appendStringInfoString(&buf, X(" FROM reuse u WHERE NOT (u.`_nvf = u.`_ovf AND u.`_end IS NOT DISTINCT FROM u.`_ovt)"));
+	appendStringInfoString(&buf, X(" FROM reuse u WHERE NOT (u.`_nvf = u.`_ovf AND u.`_end IS NOT DISTINCT FROM u.`_ovt)"
+								   " OR u.`_sety"));
 	/* superseded versions */
 	appendStringInfoString(&buf, X(" UNION ALL SELECT " WT_ACT_REMOVE ", " WT_ORIGIN_COMPLEX ", false, v.`_ovf, v.`_sk,"
 								   " v.`_ovf, v.`_ovt, v.`_ovt IS NULL, false"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "v.");
 	scd2_append_null_cols(&buf, cfg->tracked, cfg->ntracked);
+	scd2_append_null_cols(&buf, cfg->type1, cfg->ntype1);
 	scd2_append_null_cols(&buf, cfg->other, cfg->nother);
 	appendStringInfoString(&buf, X(" FROM ver v WHERE NOT (v.`_live AND v.`_rk = 1)"));
 	/* present runs without an existing version: new versions */
@@ -349,11 +396,19 @@ sql_changes(const Scd2Config *cfg)
 								   ", false, NULL, NULL, n.`_t, n.`_end, n.`_end IS NULL, false"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "n.");
 	scd2_append_more_cols(&buf, cfg->tracked, cfg->ntracked, "n.");
+	for (int i = 0; i < cfg->ntype1; i++)
+		appendStringInfo(&buf, X(", z.`_z%d"), i + 1);
 	scd2_append_more_cols(&buf, cfg->other, cfg->nother, "n.");
 	appendStringInfo(&buf, X(" FROM (SELECT r.*, pg_catalog.row_number() OVER (%s ORDER BY r.`_t) AS `_nth"
 							 " FROM runs r WHERE r.`_present AND NOT EXISTS (SELECT 1 FROM reuse u WHERE "), partition_by(cfg, "r"));
 	scd2_append_key_join(&buf, cfg, "u", "r");
 	appendStringInfoString(&buf, X(" AND u.`_run = r.`_run)) n"));
+	if (y)
+	{
+		appendStringInfoString(&buf, " JOIN ry z ON ");
+		scd2_append_key_join(&buf, cfg, "z", "n");
+		appendStringInfoString(&buf, X(" AND z.`_run = n.`_run"));
+	}
 	return buf.data;
 }
 
@@ -364,11 +419,10 @@ sql_keys(const Scd2Config *cfg, bool subset)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, X("INSERT INTO " ARR_KEYS_TABLE " (business_key, since) SELECT %s, %s FROM "),
-					 scd2_key_json_sql(cfg, "s"), scd2_changelog_encode_sql(cfg->vf.typid, X("pg_catalog.min(s.`_t)")));
-	append_staged(&buf, cfg, subset);
-	appendStringInfoString(&buf, " s GROUP BY ");
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfo(&buf, X("INSERT INTO " ARR_KEYS_TABLE " (business_key, since) SELECT %s, %s FROM ("),
+					 scd2_key_json_sql(cfg, "km"), scd2_changelog_encode_sql(cfg->vf.typid, X("km.`_m")));
+	append_key_instants(&buf, cfg, subset);
+	appendStringInfoString(&buf, ") km");
 	return buf.data;
 }
 
@@ -380,22 +434,65 @@ sql_keys(const Scd2Config *cfg, bool subset)
 static char *
 sql_remember(const Scd2Config *cfg)
 {
-	return psprintf(X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state) %s"
+	return psprintf(X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state, sequence) %s"
 					  " FROM " TL_TABLE " t WHERE NOT t.`_keep"),
-					remembered_select(cfg, "t", X("t.`_t"), X("t.`_present")));
+					remembered_select(cfg, "t", X("t.`_t"), X("t.`_present"), "NULL"));
+}
+
+/* A stream event's sequence as the memory keeps it: its text form, a JSON string. */
+static char *
+sequence_json_sql(const Scd2Config *cfg, const char *alias)
+{
+	if (cfg->seq_col == NULL)
+		return "NULL::pg_catalog.jsonb";
+	return psprintf(X("pg_catalog.to_jsonb(pg_catalog.format('%%s', %s.`_q))"), alias);
 }
 
 /*
- * "SELECT key, instant, present, state" of an event to remember (alias,
+ * A stream remembers every event as it came (stream.c): the recomputed
+ * keys' raw events, remembered before and staged now, exact duplicates
+ * once.
+ */
+static char *
+sql_remember_stream(const Scd2Config *cfg)
+{
+	return psprintf(X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state, sequence)"
+					  " SELECT DISTINCT * FROM (%s FROM " EV_TABLE " e WHERE e.`_src >= " EV_REMEMBERED ") r"),
+					remembered_select(cfg, "e", X("e.`_t"), X("e.`_present"), sequence_json_sql(cfg, "e")));
+}
+
+/*
+ * ... and the staging rows of the keys the fast path classified (those
+ * not in KEYS_TABLE), a delete's values left out, exact duplicates once.
+ */
+static char *
+sql_remember_stream_staged(const Scd2Config *cfg)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state, sequence)"
+							 " SELECT DISTINCT * FROM (%s FROM "),
+					 remembered_select(cfg, "s", X("s.`_t"), X("s.`_present"), sequence_json_sql(cfg, "s")));
+	scd2_append_normalized_staging(&buf, cfg);
+	appendStringInfoString(&buf, " s WHERE NOT EXISTS (SELECT 1 FROM " KEYS_TABLE " x WHERE ");
+	scd2_append_key_join(&buf, cfg, "x", "s");
+	appendStringInfoString(&buf, ")) r");
+	return buf.data;
+}
+
+/*
+ * "SELECT key, instant, present, state, sequence" of an event to remember (alias,
  * its instant and presence): the state of a present one is its tracked
  * and other columns' text forms, as jsonb.
  */
 static char *
-remembered_select(const Scd2Config *cfg, const char *alias, const char *instant, const char *present)
+remembered_select(const Scd2Config *cfg, const char *alias, const char *instant, const char *present,
+				  const char *sequence)
 {
-	return psprintf("SELECT %s, %s, %s, CASE WHEN %s THEN %s END",
+	return psprintf("SELECT %s, %s, %s, CASE WHEN %s THEN %s END, %s",
 					scd2_key_json_sql(cfg, alias), scd2_changelog_encode_sql(cfg->vf.typid, instant),
-					present, present, state_json_sql(cfg, alias, NULL));
+					present, present, state_json_sql(cfg, alias, NULL), sequence);
 }
 
 /*
@@ -407,15 +504,15 @@ static char *
 state_json_sql(const Scd2Config *cfg, const char *alias, const char *instant)
 {
 	StringInfoData state;
-	const Scd2Column *groups[2] = {cfg->tracked, cfg->other};
-	int			counts[2] = {cfg->ntracked, cfg->nother};
+	const Scd2Column *groups[3] = {cfg->tracked, cfg->type1, cfg->other};
+	int			counts[3] = {cfg->ntracked, cfg->ntype1, cfg->nother};
 	int			instant_col = instant ? scd2_instant_column(cfg) : -1;
 
 	initStringInfo(&state);
-	for (int g = 0; g < 2; g++)
+	for (int g = 0; g < 3; g++)
 		for (int i = 0; i < counts[g]; i++)
 		{
-			char	   *value = (g == 1 && i == instant_col) ? pstrdup(instant)
+			char	   *value = (g == 2 && i == instant_col) ? pstrdup(instant)
 				: psprintf("%s.%s", alias, groups[g][i].ident);
 
 			appendStringInfo(&state, "%s%s, CASE WHEN pg_catalog.num_nonnulls(%s) OPERATOR(pg_catalog.=) 1"
@@ -436,12 +533,8 @@ sql_key_versions(const Scd2Config *cfg, bool subset)
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, X("INSERT INTO " ARR_VERSIONS_TABLE " (sk, since) SELECT CAST(d.%s AS pg_catalog.int8), %s"
-							 " FROM (SELECT "), cfg->sk, scd2_changelog_encode_sql(cfg->vf.typid, X("km.`_m")));
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfoString(&buf, X(", pg_catalog.min(s.`_t) AS `_m FROM "));
-	append_staged(&buf, cfg, subset);
-	appendStringInfoString(&buf, " s GROUP BY ");
-	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+							 " FROM ("), cfg->sk, scd2_changelog_encode_sql(cfg->vf.typid, X("km.`_m")));
+	append_key_instants(&buf, cfg, subset);
 	appendStringInfo(&buf, ") km JOIN %s d ON ", cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "km");
 	appendStringInfo(&buf, X(" WHERE %s IS NULL OR %s > km.`_m"), scd2_open_vt(cfg, "d"), scd2_open_vt(cfg, "d"));
@@ -473,8 +566,8 @@ static char *
 sql_remember_simple(const Scd2Config *cfg)
 {
 	return psprintf(X("WITH m AS (DELETE FROM " CHG_TABLE " WHERE `_action = " WT_ACT_REMEMBER " RETURNING *)"
-					  " INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state) %s FROM m"),
-					remembered_select(cfg, "m", X("m.`_vf"), X("m.`_cur")));
+					  " INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state, sequence) %s FROM m"),
+					remembered_select(cfg, "m", X("m.`_vf"), X("m.`_cur"), "NULL"));
 }
 
 /*
@@ -509,7 +602,7 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 	scd2_owner_unrestrict(st->oc);
 	scd2_arrival_memory_prepare_recall();
 	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_events), SPI_OK_UTILITY, "creating the arrival event table");
-	scd2_exec_work(scd2_sql_create_work_table(cfg, &wt_timeline), SPI_OK_UTILITY, "creating the arrival timeline table");
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_arrival_timeline), SPI_OK_UTILITY, "creating the arrival timeline table");
 	scd2_owner_restrict(st->oc);
 	st->arrival_recalled = true;
 
@@ -531,7 +624,18 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 		scd2_load_exec(st, sql_events(cfg, subset), SPI_OK_INSERT, "collecting the keys' events");
 		AtEOXact_GUC(true, nest);
 	}
-	scd2_load_exec(st, sql_conflict(cfg), SPI_OK_SELECT, "checking for conflicting events");
+	scd2_load_exec(st, cfg->stream ? scd2_stream_sql_conflict(cfg) : sql_conflict(cfg), SPI_OK_SELECT,
+				   "checking for conflicting events");
+	if (SPI_processed > 0 && cfg->stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("ambiguous changes for key %s at %s", scd2_spi_text(0, 1), scd2_spi_text(0, 2)),
+				 errdetail("Order-free dimension %s would have two different events of this key at one instant%s: staging table %s or a remembered event differ there%s.",
+						   cfg->dim_name, cfg->seq_col ? " and one sequence" : "", cfg->stg_name,
+						   cfg->seq_col ? "" : " in tracked or Type 1 columns, and none is a delete"),
+				 errhint("%s; nothing was loaded.",
+						 cfg->seq_col ? psprintf("Give each event of a key at one instant its own value of \"%s\"", cfg->seq_name)
+						 : "Keep one state per key and effective time (a delete at that instant wins), or give the rows different effective times")));
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_CARDINALITY_VIOLATION),
@@ -539,13 +643,15 @@ recompute(LoadState *st, bool subset, Scd2ClassifyCounts *cc)
 				 errdetail("Order-free dimension %s would have two states of this key at one instant: staging table %s, an existing version or a remembered event differ in tracked columns there, and none is a delete.",
 						   cfg->dim_name, cfg->stg_name),
 				 errhint("Keep one state per key and effective time (a delete at that instant wins), or give the rows different effective times; nothing was loaded.")));
-	scd2_load_exec(st, sql_timeline(cfg), SPI_OK_INSERT, "ordering the keys' events");
+	scd2_load_exec(st, cfg->stream ? scd2_stream_sql_timeline(cfg) : sql_timeline(cfg), SPI_OK_INSERT,
+				   "ordering the keys' events");
 	scd2_load_exec(st, sql_changes(cfg), SPI_OK_INSERT, "building the changes of order-free keys");
 	{
 		int			nest = NewGUCNestLevel();
 
 		scd2_pin_text_forms();
-		scd2_load_exec(st, sql_remember(cfg), SPI_OK_INSERT, "computing the events to remember");
+		scd2_load_exec(st, cfg->stream ? sql_remember_stream(cfg) : sql_remember(cfg), SPI_OK_INSERT,
+					   "computing the events to remember");
 		AtEOXact_GUC(true, nest);
 	}
 	scd2_load_exec(st, sql_counts(cfg, subset), SPI_OK_SELECT, "counting the order-free changes");
@@ -594,6 +700,7 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 						   cfg->stg_name),
 				 errhint("Load the extracts' changes as events with a delete marker, or register the dimension without order_free; nothing was loaded.")));
 	memset(cc, 0, sizeof(*cc));
+	scd2_validate_sequence(st);
 
 	if (!st->no_earliest && scd2_arrival_memory_ahead(cfg->dim_oid, st->earliest))
 	{
@@ -611,7 +718,7 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 		 * keys (classify_copies.c), where the versions are the dimension's
 		 * own: not on Citus, whose load reads an image of them.
 		 */
-		if (cfg->sk && st->citus == SCD2_CITUS_NONE)
+		if (cfg->sk && st->citus == SCD2_CITUS_NONE && !cfg->stream)
 		{
 			obs = palloc0(sizeof(ArrivalObserved));
 			obs->cxt = CurrentMemoryContext;
@@ -627,7 +734,15 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 			int			nest = NewGUCNestLevel();
 
 			scd2_pin_text_forms();
-			scd2_load_exec(st, sql_remember_simple(cfg), SPI_OK_INSERT, "remembering the unchanged rows");
+			/* a stream remembers every staged row as it came, not only these */
+			if (cfg->stream)
+			{
+				scd2_load_exec(st, X("DELETE FROM " CHG_TABLE " WHERE `_action = " WT_ACT_REMEMBER), SPI_OK_DELETE,
+							   "leaving the unchanged rows to the stream's memory");
+				scd2_load_exec(st, sql_remember_stream_staged(cfg), SPI_OK_INSERT, "remembering the staged events");
+			}
+			else
+				scd2_load_exec(st, sql_remember_simple(cfg), SPI_OK_INSERT, "remembering the unchanged rows");
 			AtEOXact_GUC(true, nest);
 		}
 		if (complex_keys > 0)

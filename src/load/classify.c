@@ -63,6 +63,32 @@ append_single_row_keys(StringInfo buf, const Scd2Config *cfg)
 }
 
 /*
+ * " OR <the row is a partial update>": a present row with a NULL in a
+ * column of ignore_null_updates (cfg->stream), whose state is the current
+ * version's with the row's values over it -- the general way's fold
+ * (load/stream.c).  A key without a current version has nothing to lay
+ * it over: its NULLs stay.
+ */
+static void
+append_partial_update(StringInfo buf, const Scd2Config *cfg)
+{
+	const Scd2Column *groups[3] = {cfg->tracked, cfg->type1, cfg->other};
+	int			counts[3] = {cfg->ntracked, cfg->ntype1, cfg->nother};
+	bool		first = true;
+
+	for (int g = 0; g < 3; g++)
+		for (int i = 0; i < counts[g]; i++)
+			if (groups[g][i].ignore_null)
+			{
+				appendStringInfo(buf, X("%s c.%s IS NULL"), first ? " OR (c.`_present AND (" : " OR",
+								 groups[g][i].ident);
+				first = false;
+			}
+	if (!first)
+		appendStringInfoString(buf, "))");
+}
+
+/*
  * The fast path: every key with exactly one staging row is classified once
  * against its current version (found through the partial unique index) --
  * or, when it has none, against its latest closed version -- with a
@@ -112,7 +138,9 @@ scd2_sql_fast_path(const Scd2Config *cfg, bool exclude_keys, bool observe, bool 
 	 */
 	appendStringInfoString(&buf, X(" FROM (SELECT * FROM (SELECT c.*, CASE"
 						   " WHEN c.`_dvf IS NOT NULL THEN CASE"
-						   "   WHEN c.`_t <= c.`_dvf THEN " WT_CLS_COMPLEX
+						   "   WHEN c.`_t <= c.`_dvf"));
+	append_partial_update(&buf, cfg);
+	appendStringInfoString(&buf, X(" THEN " WT_CLS_COMPLEX
 						   "   WHEN NOT c.`_present THEN " WT_CLS_DELETE
 						   "   WHEN NOT ("));
 	if (cfg->detect_timestamp)

@@ -215,6 +215,28 @@ scd2_validate_staging(LoadState *st, bool *several)
 }
 
 /*
+ * A change stream's events (load/arrival.c) each need their sequence: a
+ * NULL one could not be ordered among the key's events at its instant.
+ */
+void
+scd2_validate_sequence(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+
+	if (cfg->seq_col == NULL)
+		return;
+	scd2_load_exec(st, psprintf("SELECT %s FROM %s s WHERE s.%s IS NULL LIMIT 1",
+								scd2_staging_key_json(cfg), cfg->stg_sql, cfg->seq_col),
+				   SPI_OK_SELECT, "checking the sequences");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("staging table %s has a NULL sequence", cfg->stg_name),
+				 errdetail("Column \"%s\" is NULL for key %s.", cfg->seq_name, scd2_spi_text(0, 1)),
+				 errhint("Give every event its sequence (the LSN, offset or version that orders it); nothing was loaded.")));
+}
+
+/*
  * A staging row whose effective time is at or after the current rows'
  * valid_to (e.g. '9999-12-31'), as JSON, or none: such a row would make a
  * version that ends after "forever".

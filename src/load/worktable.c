@@ -60,6 +60,8 @@ work_type_sql(const Scd2Config *cfg, WorkType type)
 			return cfg->vf.type_sql;
 		case WT_VT:
 			return cfg->vt.type_sql;
+		case WT_SEQ:
+			return cfg->seq_type_sql ? cfg->seq_type_sql : "pg_catalog.int4";
 	}
 	elog(ERROR, "unexpected work table column type %d", (int) type);
 	return NULL;				/* keep compiler quiet */

@@ -60,7 +60,9 @@ typedef enum WorkType
 	WT_INT4,
 	WT_INT8,
 	WT_VF,						/* valid_from's type */
-	WT_VT						/* valid_to's type */
+	WT_VT,						/* valid_to's type */
+	WT_SEQ						/* the sequence column's type (int4 when
+								 * there is none: always NULL) */
 } WorkType;
 
 typedef struct WorkColumn
