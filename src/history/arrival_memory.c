@@ -430,9 +430,14 @@ scd2_arrival_memory_store_observed(Oid dim_oid, int64 run_id, const ArrivalObser
 void
 scd2_arrival_memory_drop(void)
 {
+	int			nest = NewGUCNestLevel();
+
+	/* quietly: a load that only remembered made no recall tables */
+	scd2_set_local("client_min_messages", "warning");
 	catalog_utility("DROP TABLE IF EXISTS " ARR_KEYS_TABLE ", " ARR_RECALLED_TABLE ", " ARR_REMEMBER_TABLE
 					", " ARR_VERSIONS_TABLE ", " ARR_OBSERVED_TABLE ", " ARR_STATES_TABLE,
 					"dropping the arrival work tables");
+	AtEOXact_GUC(true, nest);
 }
 
 /*

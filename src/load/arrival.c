@@ -337,13 +337,32 @@ sql_changes(const Scd2Config *cfg)
 		scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "t.");
 		appendStringInfoString(&buf, X(", t.`_run, t.`_t DESC), "));
 	}
-	appendStringInfoString(&buf, X("ver AS (SELECT e.`_t AS `_ovf, e.`_ovt, e.`_sk, t.`_run, t.`_present AS `_live"));
+	/*
+	 * ver: the existing versions in the runs, `_live when the run is
+	 * present and (a stream's fold may give an instant another state than
+	 * the version that starts there has) its state is the version's; the
+	 * first live one of a run is reused, the others are superseded
+	 */
+	appendStringInfoString(&buf, X("ver AS (SELECT x.*, pg_catalog.row_number() OVER (PARTITION BY "));
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "x.");
+	appendStringInfoString(&buf, X(", x.`_run ORDER BY NOT x.`_live, x.`_ovf) AS `_rk FROM (SELECT w.*, w.`_tpresent"));
+	if (cfg->stream)
+	{
+		appendStringInfoString(&buf, " AND ");
+		scd2_append_eq_positional(&buf, cfg, cfg->tracked, cfg->ntracked, "w.", "w.", "w");
+	}
+	appendStringInfoString(&buf, X(" AS `_live FROM (SELECT e.`_t AS `_ovf, e.`_ovt, e.`_sk, t.`_run, t.`_present AS `_tpresent"));
 	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "e.");
 	scd2_append_more_cols(&buf, cfg->type1, cfg->ntype1, "e.");
-	appendStringInfo(&buf, X(", pg_catalog.row_number() OVER (%s, t.`_run ORDER BY e.`_t) AS `_rk"
-							 " FROM " EV_TABLE " e JOIN " TL_TABLE " t ON "), partition_by(cfg, "e"));
+	if (cfg->stream)
+	{
+		scd2_append_more_cols(&buf, cfg->tracked, cfg->ntracked, "t.");
+		for (int i = 0; i < cfg->ntracked; i++)
+			appendStringInfo(&buf, X(", e.%s AS `_w%d"), cfg->tracked[i].ident, i + 1);
+	}
+	appendStringInfoString(&buf, X(" FROM " EV_TABLE " e JOIN " TL_TABLE " t ON "));
 	scd2_append_key_join(&buf, cfg, "t", "e");
-	appendStringInfoString(&buf, X(" AND t.`_t = e.`_t WHERE e.`_src <= " EV_VERSION "), "
+	appendStringInfoString(&buf, X(" AND t.`_t = e.`_t WHERE e.`_src <= " EV_VERSION ") w) x), "
 								   "reuse AS (SELECT v.*, r.`_t AS `_nvf, r.`_end, r.`_npresent"));
 	if (y)
 	{

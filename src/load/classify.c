@@ -80,7 +80,7 @@ append_partial_update(StringInfo buf, const Scd2Config *cfg)
 		for (int i = 0; i < counts[g]; i++)
 			if (groups[g][i].ignore_null)
 			{
-				appendStringInfo(buf, X("%s c.%s IS NULL"), first ? " OR (c.`_present AND (" : " OR",
+				appendStringInfo(buf, "%s c.%s IS NULL", first ? X(" OR (c.`_present AND (") : " OR",
 								 groups[g][i].ident);
 				first = false;
 			}

@@ -198,7 +198,8 @@ bookkeeping(const Scd2Registration *reg, const char *name)
 /*
  * The staging columns that are not the dimension's by design: the
  * effective column (unless the dimension keeps one of its name), the
- * delete marker, apply_snapshots' snapshot column.
+ * delete marker, a change stream's sequence column, apply_snapshots'
+ * snapshot column.
  */
 static List *
 staging_only(const Scd2Registration *reg, const Scd2Extract *ext)
@@ -209,6 +210,8 @@ staging_only(const Scd2Registration *reg, const Scd2Extract *ext)
 		out = lappend(out, reg->effective_column);
 	if (reg->delete_column)
 		out = lappend(out, reg->delete_column);
+	if (reg->sequence_column)
+		out = lappend(out, reg->sequence_column);
 	if (ext && ext->snapshot_col)
 		out = lappend(out, (char *) ext->snapshot_col);
 	return out;
