@@ -96,6 +96,10 @@ SELECT scd2.create_dimension('dim_plain', 'stg_t', ARRAY['id', 'code'], effectiv
                              delete_column => 'gone', type1 => ARRAY['note']);
 SELECT scd2.create_dimension('dim_trap', 'stg_t', ARRAY['id', 'code'], effective_column => 'eff',
                              delete_column => 'gone', type1 => ARRAY['note']);
+-- (loaded in order: the same-instant Type 1 update below is the in-order path's)
+SELECT count(scd2.register(d, ARRAY['id', 'code'], type1 => ARRAY['note'], effective_column => 'eff',
+                           delete_column => 'gone', order_free => false)) AS in_order
+  FROM unnest(ARRAY['dim_plain', 'dim_trap']::regclass[]) AS d;
 CREATE TEMP TABLE feed_plain AS SELECT * FROM scd2.merge('stg_t', 'dim_plain');
 SET search_path = evil, hostile, pg_catalog, public;
 CREATE TEMP TABLE feed_trap AS SELECT * FROM scd2.merge('stg_t', 'dim_trap');

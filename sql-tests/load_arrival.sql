@@ -49,7 +49,8 @@ CREATE FUNCTION same() RETURNS boolean LANGUAGE sql AS $$
 $$;
 CREATE VIEW memory AS
     SELECT m.dimension::regclass AS dim, m.business_key, m.effective::date AS effective, m.present, m.state
-      FROM scd2.arrival_memory m WHERE m.dropped_by IS NULL ORDER BY 1, 2, 3;
+      FROM scd2.arrival_memory m WHERE m.dropped_by IS NULL
+       AND m.dimension::text IN ('dim_o', 'dim_s') ORDER BY 1, 2, 3;
 
 -- 1. A late identical event extends the version after it.
 SELECT * FROM load('dim_o', $$(3, '~', 1, '2024-01-06', false)$$, $$(3, '~', 1, '2024-01-07', false)$$);

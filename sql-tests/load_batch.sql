@@ -10,7 +10,7 @@ CREATE TABLE stg (id int, city text, tier text, changed_at timestamptz);
 CREATE TABLE dim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NOT NULL,
                   city text, tier text, valid_from timestamptz NOT NULL,
                   valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
-SELECT scd2.register('dim', ARRAY['id'], effective_column => 'changed_at');
+SELECT scd2.register('dim', ARRAY['id'], effective_column => 'changed_at', order_free => false);
 
 INSERT INTO stg VALUES (1, 'Oslo', 'gold', '2024-01-01'), (2, 'Rome', NULL, '2024-01-01');
 SELECT count(*) FROM scd2.merge('stg', 'dim');
@@ -54,7 +54,7 @@ CREATE TABLE "Stg Product" ("SKU" text, "Region Code" text, price numeric, at ti
 CREATE TABLE "Dim Product" (sk bigint GENERATED ALWAYS AS IDENTITY, "SKU" text NOT NULL,
                             "Region Code" text NOT NULL, price numeric,
                             valid_from timestamptz NOT NULL, valid_to timestamptz);
-SELECT scd2.register('"Dim Product"', ARRAY['SKU', 'Region Code'], effective_column => 'at');
+SELECT scd2.register('"Dim Product"', ARRAY['SKU', 'Region Code'], effective_column => 'at', order_free => false);
 INSERT INTO "Stg Product" VALUES ('a-1', 'EU', 10, '2024-01-01'), ('a-1', 'US', 11, '2024-01-01'),
                                  ('a-1', 'EU', 12, '2024-02-01'), ('a-1', 'EU', 12.0, '2024-03-01');
 SELECT * FROM scd2.merge('"Stg Product"', '"Dim Product"') ORDER BY business_key::text, valid_from, action;

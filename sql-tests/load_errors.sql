@@ -16,7 +16,7 @@ INSERT INTO stg VALUES (1, 'Oslo', '2024-01-01');
 -- Unregistered dimension.
 SELECT * FROM scd2.merge('stg', 'other_table');
 CALL scd2.apply('stg', 'other_table');
-SELECT scd2.register('dim', ARRAY['id'], effective_column => 'eff');
+SELECT scd2.register('dim', ARRAY['id'], effective_column => 'eff', order_free => false);
 -- The staging table is the dimension.
 SELECT * FROM scd2.merge('dim', 'dim');
 -- NULL arguments.
@@ -25,7 +25,7 @@ SELECT * FROM scd2.merge('stg', 'dim', NULL);
 -- Staging missing the key, a tracked column, the effective column.
 CREATE TABLE stg_nokey (city text, eff timestamptz);
 SELECT * FROM scd2.merge('stg_nokey', 'dim');
-SELECT scd2.register('dim', ARRAY['id'], tracked => ARRAY['city'], effective_column => 'eff');
+SELECT scd2.register('dim', ARRAY['id'], tracked => ARRAY['city'], effective_column => 'eff', order_free => false);
 CREATE TABLE stg_nocity (id int, eff timestamptz);
 SELECT * FROM scd2.merge('stg_nocity', 'dim');
 CREATE TABLE stg_noeff (id int, city text);
@@ -38,11 +38,11 @@ CREATE TABLE stg_anycity (id int, city point, eff timestamptz);
 SELECT * FROM scd2.merge('stg_anycity', 'dim');
 CREATE TABLE stg_badeff (id int, city text, eff int);
 SELECT * FROM scd2.merge('stg_badeff', 'dim');
-SELECT scd2.register('dim', ARRAY['id'], effective_column => 'eff', delete_column => 'del');
+SELECT scd2.register('dim', ARRAY['id'], effective_column => 'eff', delete_column => 'del', order_free => false);
 CREATE TABLE stg_baddel (id int, city text, eff timestamptz, del text);
 SELECT * FROM scd2.merge('stg_baddel', 'dim');
 SELECT * FROM scd2.merge('stg', 'dim');
-SELECT scd2.register('dim', ARRAY['id'], effective_column => 'eff');
+SELECT scd2.register('dim', ARRAY['id'], effective_column => 'eff', order_free => false);
 -- Assignable types are fine: bigint key, varchar city, date effective time.
 CREATE TABLE stg_cast (id bigint, city varchar(10), eff date);
 INSERT INTO stg_cast VALUES (1, 'Oslo', '2024-01-01');

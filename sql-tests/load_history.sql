@@ -11,7 +11,7 @@ CREATE TABLE dim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NOT
                   city text, tier text, phone text, valid_from timestamptz NOT NULL,
                   valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
 SELECT scd2.register('dim', ARRAY['id'], tracked => ARRAY['city', 'tier'], type1 => ARRAY['phone'],
-                     effective_column => 'at', delete_column => 'del');
+                     effective_column => 'at', delete_column => 'del', order_free => false);
 
 -- History: key 1 Oslo [Jan, Apr) then Bergen [Apr, -); key 2 Rome
 -- [Jan, Mar) then deleted; key 3 Lima [Jan, -).

@@ -16,13 +16,13 @@ CREATE TABLE dim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NOT
 -- Without btree_gist: refused, and nothing is registered or created.
 DROP EXTENSION IF EXISTS btree_gist;
 SELECT scd2.register('dim', ARRAY['id'], effective_column => 'at', delete_column => 'del',
-                     no_overlap => true);
+                     no_overlap => true, order_free => false);
 SELECT count(*) AS registered FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'dim'::regclass;
 
 CREATE EXTENSION btree_gist SCHEMA public;
 SELECT scd2.register('dim', ARRAY['id'], effective_column => 'at', delete_column => 'del',
-                     no_overlap => true);
+                     no_overlap => true, order_free => false);
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'dim'::regclass AND contype = 'x';
 SELECT no_overlap_constraint FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
@@ -68,13 +68,13 @@ SELECT count(*) AS changed_rows FROM ((TABLE dim EXCEPT TABLE before) UNION ALL 
 -- with a different key it follows the new key; without no_overlap the
 -- constraint scd2 made is dropped.
 SELECT scd2.register('dim', ARRAY['id'], effective_column => 'at', delete_column => 'del',
-                     no_overlap => true);
+                     no_overlap => true, order_free => false);
 SELECT count(*) AS exclusion_constraints FROM pg_constraint WHERE conrelid = 'dim'::regclass AND contype = 'x';
 SELECT scd2.register('dim', ARRAY['id', 'city'], effective_column => 'at',
-                     delete_column => 'del', no_overlap => true);
+                     delete_column => 'del', no_overlap => true, order_free => false);
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'dim'::regclass AND contype = 'x';
-SELECT scd2.register('dim', ARRAY['id'], effective_column => 'at', delete_column => 'del');
+SELECT scd2.register('dim', ARRAY['id'], effective_column => 'at', delete_column => 'del', order_free => false);
 SELECT count(*) AS exclusion_constraints FROM pg_constraint WHERE conrelid = 'dim'::regclass AND contype = 'x';
 SELECT no_overlap_constraint FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 
@@ -83,7 +83,7 @@ SELECT no_overlap_constraint FROM scd2.dimensions WHERE dimension = 'dim'::regcl
 INSERT INTO dim (id, city, valid_from, valid_to, is_current)
 VALUES (1, 'Stavanger', '2024-01-15', '2024-01-20', false);
 SELECT scd2.register('dim', ARRAY['id'], effective_column => 'at', delete_column => 'del',
-                     no_overlap => true);
+                     no_overlap => true, order_free => false);
 SELECT no_overlap_constraint, business_key FROM scd2.dimensions WHERE dimension = 'dim'::regclass;
 SELECT count(*) AS exclusion_constraints FROM pg_constraint WHERE conrelid = 'dim'::regclass AND contype = 'x';
 DELETE FROM dim WHERE city = 'Stavanger';
@@ -96,7 +96,7 @@ CREATE TABLE dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes (
     valid_to date NOT NULL DEFAULT 'infinity');
 SELECT scd2.register('dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes',
                      ARRAY['code'], effective_column => 'at', current_valid_to => 'infinity',
-                     no_overlap => true);
+                     no_overlap => true, order_free => false);
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'dim_product_with_a_very_long_name_that_fills_most_of_the_63_bytes'::regclass
    AND contype = 'x';

@@ -105,7 +105,7 @@ CREATE TABLE dim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NOT
                   city text, tier text, phone text, valid_from timestamptz NOT NULL,
                   valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
 SELECT scd2.register('dim', ARRAY['id'], tracked => ARRAY['city', 'tier'], type1 => ARRAY['phone'],
-                     effective_column => 'at', delete_column => 'del');
+                     effective_column => 'at', delete_column => 'del', order_free => false);
 
 -- New keys: the first load of an empty dimension (reverting it empties it).
 INSERT INTO stg VALUES (1, 'Oslo', 'a', '111', '2024-01-01', false),
@@ -189,7 +189,7 @@ CREATE TABLE dim_d (region text COLLATE "C" NOT NULL, code int NOT NULL, name te
                     price numeric, ratio float8, valid_from date NOT NULL,
                     valid_to date NOT NULL DEFAULT 'infinity');
 SELECT scd2.register('dim_d', ARRAY['region', 'code'], type1 => ARRAY['price', 'ratio'],
-                     effective_column => 'at', current_valid_to => 'infinity');
+                     effective_column => 'at', current_valid_to => 'infinity', order_free => false);
 INSERT INTO stg_d VALUES ('eu', 1, 'bolt', 1.10, 0.1, '2024-01-01'), ('EU', 1, 'nut', 2.20, 1e-300, '2024-01-01'),
                          ('us', 2, 'gear', 3.3333333333333333333, 1.0/3, '2024-01-01');
 SELECT * FROM rev.load_revert_reload('stg_d', 'dim_d', sk => '');
@@ -209,7 +209,7 @@ CREATE TABLE "dim Q" ("S K" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "Ke
                       "Cur?" boolean NOT NULL DEFAULT true);
 SELECT scd2.register('"dim Q"', ARRAY['Key "1"'], type1 => ARRAY['Ph,one'], effective_column => 'At',
                      valid_from_column => 'From', valid_to_column => 'To', is_current_column => 'Cur?',
-                     no_overlap => true);
+                     no_overlap => true, order_free => false);
 INSERT INTO "stg Q" VALUES ('a''b', 'Oslo', '1', '2024-01-01'), ('a''b', 'Bergen', '1', '2024-05-01'),
                            ('{"x"}', 'Rome', '2', '2024-01-01');
 SELECT * FROM rev.load_revert_reload('"stg Q"', '"dim Q"', sk => 'S K');
@@ -224,7 +224,7 @@ SELECT "Key ""1""", "Ci ty", "Ph,one", "From", "To", "Cur?" FROM "dim Q" ORDER B
 CREATE TABLE stg_r (LIKE stg);
 CREATE TABLE dim_r (LIKE dim INCLUDING ALL);
 SELECT scd2.register('dim_r', ARRAY['id'], tracked => ARRAY['city', 'tier'], type1 => ARRAY['phone'],
-                     effective_column => 'at', delete_column => 'del');
+                     effective_column => 'at', delete_column => 'del', order_free => false);
 SELECT setseed(0.42);
 CREATE TEMP TABLE random_runs AS SELECT 0 AS batch, NULL::text AS actions, true AS ok LIMIT 0;
 DO $$

@@ -1722,7 +1722,7 @@ CREATE FUNCTION scd2.register(
         max_close_fraction   real    DEFAULT NULL,
         missing_columns      text    DEFAULT 'error',
         on_schema_change     text    DEFAULT 'ignore',
-        order_free           boolean DEFAULT false,
+        order_free           boolean DEFAULT NULL,
         inferred_column      name    DEFAULT NULL,
         sequence_column      name    DEFAULT NULL,
         ignore_null_updates  name[]  DEFAULT NULL)
@@ -1747,6 +1747,7 @@ DECLARE
     v_vf_att     int2;
     v_covers     int2[];
     v_old        name[];
+    v_order_free_before boolean;
     v_created    name[] := '{}';
     v_index      regclass;
     v_current    regclass;
@@ -1963,7 +1964,8 @@ BEGIN
         v_pred := pg_catalog.format('%I = %L::%s', valid_to_column, v_vt_text,
                                     pg_catalog.format_type(v_vt_type, NULL));
     END IF;
-    SELECT d.created_indexes INTO v_old FROM scd2.dimensions d WHERE d.dimension = register.dimension;
+    SELECT d.created_indexes, d.order_free INTO v_old, v_order_free_before
+      FROM scd2.dimensions d WHERE d.dimension = register.dimension;
     v_old := COALESCE(v_old, '{}');
 
     v_current := scd2._find_index(dimension, v_keyatts, '(' || v_pred || ')', '{}', v_old);
@@ -2022,7 +2024,10 @@ BEGIN
     PERFORM scd2._registry_store_guard(dimension, max_close_fraction);
     PERFORM scd2._registry_store_missing_columns(dimension, missing_columns);
     PERFORM scd2._registry_store_schema_change(dimension, on_schema_change);
-    PERFORM scd2._registry_store_order_free(dimension, order_free);
+    -- NULL: a new registration, or one again of an order-free dimension, is
+    -- order-free when it can be; one again of a dimension that was not
+    -- order-free stays so (src/catalog/dimensions.c)
+    PERFORM scd2._registry_store_order_free(dimension, COALESCE(order_free, NULLIF(v_order_free_before, true)));
     PERFORM scd2._registry_store_stream(dimension, sequence_column, ignore_null_updates);
     PERFORM scd2._registry_store_inferred(dimension, inferred_column);
     RETURN dimension;

@@ -455,58 +455,58 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 /*
  * scd2._registry_store_order_free(dimension, order_free) (0.4): an
  * order-free dimension (load/arrival.c) needs an effective column and
- * incremental mode (its events carry their own instants) and value
- * detection.  Its Type 1 columns (0.5) follow the latest event by
- * effective time and sequence (load/stream.c).  Checked against the
- * registration register has just stored.
+ * incremental mode (its events carry their own instants), value detection
+ * and an on_schema_change that adds no column (the load that adds one
+ * fills it in place on the current versions, which depends on which event
+ * arrives last).  Its Type 1 columns (0.5) follow the latest event by
+ * effective time and sequence (load/stream.c).  NULL (0.5: register's
+ * default, for a dimension not registered before): order-free when it can
+ * be.  Checked against the registration register has just stored.
  */
 Datum
 scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[2] = {REGCLASSOID, BOOLOID};
-	Datum		values[2];
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		values[1];
 	const char *why = NULL;
+	bool		order_free;
 
 	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
 	require_owner(PG_GETARG_OID(0));
 	values[0] = PG_GETARG_DATUM(0);
-	values[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "scd2: SPI_connect failed");
-	if (DatumGetBool(values[1]))
+	scd2_exec_catalog("SELECT d.effective_column IS NULL, d.mode OPERATOR(pg_catalog.<>) 'incremental',"
+					  " d.detect OPERATOR(pg_catalog.<>) 'values',"
+					  " d.on_schema_change IN ('append_new_columns', 'sync_all_columns')"
+					  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
+					  1, argtypes, values, NULL, true, SPI_OK_SELECT,
+					  "checking the registration for order_free");
+	if (SPI_processed == 1)
 	{
-		scd2_exec_catalog("SELECT d.effective_column IS NULL, d.mode OPERATOR(pg_catalog.<>) 'incremental',"
-						  " false,"
-						  " d.detect OPERATOR(pg_catalog.<>) 'values',"
-						  " d.on_schema_change IN ('append_new_columns', 'sync_all_columns')"
-						  " FROM scd2.dimensions d WHERE d.dimension OPERATOR(pg_catalog.=) $1",
-						  1, argtypes, values, NULL, true, SPI_OK_SELECT,
-						  "checking the registration for order_free");
-		if (SPI_processed == 1)
-		{
-			bool		isnull;
+		bool		isnull;
 
-			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-				why = "it has no effective_column: its events must carry their own instants";
-			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
-				why = "it is in snapshot mode: an extract is a state now, not a set of events";
-			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
-				why = "it detects changes by timestamp: every later instant would be a change";
-			/*
-			 * register stores on_schema_change first: a column a load adds
-			 * is filled in place on the current versions, a Type 1 write
-			 */
-			else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull)))
-				why = "its on_schema_change adds columns: the load that adds one fills it in place, which depends on which event arrives last";
-		}
-		if (why)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
-					 errdetail("order_free needs an effective column, incremental mode, value detection and on_schema_change 'ignore' or 'fail'; %s.", why),
-					 errhint("Register it without order_free, or with an effective column in incremental mode and on_schema_change 'ignore' or 'fail'.")));
+		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+			why = "it has no effective_column: its events must carry their own instants";
+		else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+			why = "it is in snapshot mode: an extract is a state now, not a set of events";
+		else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
+			why = "it detects changes by timestamp: every later instant would be a change";
+		/*
+		 * register stores on_schema_change first: a column a load adds
+		 * is filled in place on the current versions, a Type 1 write
+		 */
+		else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
+			why = "its on_schema_change adds columns: the load that adds one fills it in place, which depends on which event arrives last";
 	}
-	store_option(PG_GETARG_OID(0), "order_free", BOOLOID, values[1], false);
+	order_free = PG_ARGISNULL(1) ? why == NULL : PG_GETARG_BOOL(1);
+	if (order_free && why)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
+				 errdetail("order_free needs an effective column, incremental mode, value detection and on_schema_change 'ignore' or 'fail'; %s.", why),
+				 errhint("Register it with order_free => false, or with an effective column in incremental mode and on_schema_change 'ignore' or 'fail'.")));
+	store_option(PG_GETARG_OID(0), "order_free", BOOLOID, BoolGetDatum(order_free), false);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

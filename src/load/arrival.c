@@ -527,18 +527,29 @@ state_json_sql(const Scd2Config *cfg, const char *alias, const char *instant)
 	int			counts[3] = {cfg->ntracked, cfg->ntype1, cfg->nother};
 	int			instant_col = instant ? scd2_instant_column(cfg) : -1;
 
+	int			pairs = 0;
+
+	/* a call takes FUNC_MAX_ARGS: one object per 50 columns, concatenated */
 	initStringInfo(&state);
+	appendStringInfoString(&state, "(pg_catalog.jsonb_build_object(");
 	for (int g = 0; g < 3; g++)
 		for (int i = 0; i < counts[g]; i++)
 		{
 			char	   *value = (g == 2 && i == instant_col) ? pstrdup(instant)
 				: psprintf("%s.%s", alias, groups[g][i].ident);
 
+			if (pairs == FUNC_MAX_ARGS / 2)
+			{
+				appendStringInfoString(&state, ") OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(");
+				pairs = 0;
+			}
 			appendStringInfo(&state, "%s%s, CASE WHEN pg_catalog.num_nonnulls(%s) OPERATOR(pg_catalog.=) 1"
 							 " THEN pg_catalog.format('%%s', %s) END",
-							 state.len ? ", " : "", quote_literal_cstr(groups[g][i].name), value, value);
+							 pairs ? ", " : "", quote_literal_cstr(groups[g][i].name), value, value);
+			pairs++;
 		}
-	return psprintf("pg_catalog.jsonb_build_object(%s)", state.data);
+	appendStringInfoString(&state, "))");
+	return state.data;
 }
 
 /*
