@@ -6,9 +6,10 @@
 # KEYS-key dimension with an effective column, loaded side by side in one
 # run on the same data:
 #   plain       CALL scd2.apply on dim_plain (registered with the effective
-#               column, the default path)
+#               column and order_free => false: the in-order path)
 #   order_free  CALL scd2.apply on dim_of, the same rows, registered with
-#               order_free => true (the recompute path, load_arrival.c)
+#               the effective column alone: order-free, the default since
+#               0.5 (load/arrival.c)
 # Every load runs in a rolled-back transaction, the approaches alternate
 # their order each round; prints each time, the medians and the median of
 # the per-round ratios order_free/plain.
@@ -54,11 +55,12 @@ UNION ALL
 SELECT $KEYS + i, 'new', 'tier 0', '2026-06-01', false FROM generate_series(1, ($BATCH * $NEW)::int) i;
 SELECT scd2.register('arr_dim_plain', ARRAY['customer_id'], tracked => ARRAY['city', 'tier'],
                      effective_column => 'changed_at', delete_column => 'is_deleted',
-                     is_current_column => 'is_current', surrogate_key_column => 'sk') \g /dev/null
+                     is_current_column => 'is_current', surrogate_key_column => 'sk',
+                     order_free => false) \g /dev/null
+-- the default since 0.5: order-free
 SELECT scd2.register('arr_dim_of', ARRAY['customer_id'], tracked => ARRAY['city', 'tier'],
                      effective_column => 'changed_at', delete_column => 'is_deleted',
-                     is_current_column => 'is_current', surrogate_key_column => 'sk',
-                     order_free => true) \g /dev/null
+                     is_current_column => 'is_current', surrogate_key_column => 'sk') \g /dev/null
 VACUUM (ANALYZE) arr_dim_plain, arr_dim_of, arr_stg;
 SQL
 

@@ -72,9 +72,10 @@
   {%- if missing_columns not in ['error', 'carry_forward'] -%}
     {{ exceptions.raise_compiler_error("scd2: config missing_columns of " ~ model.name ~ " must be 'error' (a run whose model lacks a column of the dimension fails and writes nothing) or 'carry_forward' (new versions keep the current version's value of a column the model lacks: a partial extract), not '" ~ missing_columns ~ "'") }}
   {%- endif -%}
-  {%- set order_free = config.get('order_free', false) -%}
-  {%- if order_free is not boolean -%}
-    {{ exceptions.raise_compiler_error("scd2: config order_free of " ~ model.name ~ " must be true (the dimension is a function of the set of events loaded, whatever their batching and arrival order; needs effective_column) or false, not '" ~ order_free ~ "'") }}
+  {#- none: scd2's default (order-free when the registration can be: an effective_column in incremental mode) -#}
+  {%- set order_free = config.get('order_free', none) -%}
+  {%- if order_free is not none and order_free is not boolean -%}
+    {{ exceptions.raise_compiler_error("scd2: config order_free of " ~ model.name ~ " must be true (the dimension is a function of the set of events loaded, whatever their batching and arrival order; needs effective_column), false, or left out (scd2's default: order-free when it can be), not '" ~ order_free ~ "'") }}
   {%- endif -%}
   {%- set current_valid_to = config.get('current_valid_to') -%}
   {%- set max_close_fraction = config.get('max_close_fraction') -%}
@@ -131,8 +132,8 @@
       {%- if cfg.on_schema_change != 'ignore' %},
       on_schema_change => {{ scd2.scd2__literal(cfg.on_schema_change) }}
       {%- endif %}
-      {%- if cfg.order_free %},
-      order_free => true
+      {%- if cfg.order_free is not none %},
+      order_free => {{ 'true' if cfg.order_free else 'false' }}
       {%- endif %})
 {%- endmacro %}
 
@@ -171,7 +172,9 @@
           or (pg_catalog.to_jsonb(d) ->> 'max_close_fraction')::pg_catalog.float4 is distinct from {{ 'null' if cfg.max_close_fraction is none else cfg.max_close_fraction }}::pg_catalog.float4
           or coalesce(pg_catalog.to_jsonb(d) ->> 'missing_columns', 'error') is distinct from {{ scd2.scd2__literal(cfg.missing_columns) }}
           or coalesce(pg_catalog.to_jsonb(d) ->> 'on_schema_change', 'ignore') is distinct from {{ scd2.scd2__literal(cfg.on_schema_change) }}
+          {%- if cfg.order_free is not none %}
           or coalesce((pg_catalog.to_jsonb(d) ->> 'order_free')::pg_catalog.bool, false) is distinct from {{ 'true' if cfg.order_free else 'false' }}
+          {%- endif %}
           then 'options'
         else 'same' end
       from (select 1) one
