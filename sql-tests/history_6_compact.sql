@@ -15,8 +15,10 @@ CREATE TABLE cdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, v te
 CREATE TABLE ctwin (LIKE cdim INCLUDING ALL);
 CREATE TRIGGER cpass BEFORE INSERT ON ctwin FOR EACH ROW EXECUTE FUNCTION histops.cpass();
 CREATE TABLE cstg (id int, v text, note text, eff timestamptz, del boolean DEFAULT false);
-SELECT scd2.register('cdim', ARRAY['id'], type1 => ARRAY['note'], effective_column => 'eff', delete_column => 'del');
-SELECT scd2.register('ctwin', ARRAY['id'], type1 => ARRAY['note'], effective_column => 'eff', delete_column => 'del');
+SELECT scd2.register('cdim', ARRAY['id'], type1 => ARRAY['note'], effective_column => 'eff', delete_column => 'del',
+                     order_free => false);
+SELECT scd2.register('ctwin', ARRAY['id'], type1 => ARRAY['note'], effective_column => 'eff', delete_column => 'del',
+                     order_free => false);
 
 -- Both dimensions take the same load; the run ids into histops.crun.
 CREATE TABLE histops.crun (step int, dim_run bigint, twin_run bigint);

@@ -730,7 +730,6 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 						   cfg->stg_name),
 				 errhint("Load the extracts' changes as events with a delete marker, or register the dimension without order_free; nothing was loaded.")));
 	memset(cc, 0, sizeof(*cc));
-	scd2_validate_sequence(st);
 
 	if (!st->no_earliest && scd2_arrival_memory_ahead(cfg->dim_oid, st->earliest))
 	{
@@ -778,6 +777,34 @@ scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc)
 		if (complex_keys > 0)
 			recompute(st, true, cc);
 	}
+}
+
+/*
+ * After the first load of an order-free dimension (first_load.c, which
+ * inserted a version for every staged key that is present): what its
+ * versions do not show is remembered -- the deletes of keys it did not
+ * have; a stream's every event as it came (stream.c) -- once its run id
+ * is reserved.
+ */
+void
+scd2_arrival_first_load(LoadState *st)
+{
+	const Scd2Config *cfg = st->cfg;
+	StringInfoData buf;
+	int			nest;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, X("INSERT INTO " ARR_REMEMBER_TABLE " (business_key, effective, present, state, sequence)"
+							 " SELECT DISTINCT * FROM (%s FROM "),
+					 remembered_select(cfg, "s", X("s.`_t"), X("s.`_present"), sequence_json_sql(cfg, "s")));
+	scd2_append_normalized_staging(&buf, cfg);
+	appendStringInfoString(&buf, cfg->stream ? " s) r" : X(" s WHERE NOT s.`_present) r"));
+	prepare_remember(st);
+	nest = NewGUCNestLevel();
+	scd2_pin_text_forms();
+	scd2_load_exec(st, buf.data, SPI_OK_INSERT, "remembering the first load's events");
+	AtEOXact_GUC(true, nest);
+	scd2_arrival_finish(st, false);
 }
 
 /*

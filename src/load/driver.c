@@ -87,12 +87,16 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 
 	/*
 	 * 4-6 of a first load into an empty dimension (first_load.c): every
-	 * row is a new key, written by one INSERT without a change table.
+	 * row is a new key, written by one INSERT without a change table; an
+	 * order-free dimension then remembers what its versions do not show
+	 * (arrival.c).
 	 */
-	if (!st.cfg->order_free && scd2_first_load_applies(&st, req->dry_run, several))
+	if (scd2_first_load_applies(&st, req->dry_run, several))
 	{
 		scd2_progress_phase(SCD2_PROGRESS_FIRST_LOAD, 0, m->source_rows, 0, m->source_rows);
 		scd2_first_load(&st, m, req->want_feed ? res->feed : NULL, res->feed_desc);
+		if (st.cfg->order_free)
+			scd2_arrival_first_load(&st);
 		fed = true;
 	}
 	else
@@ -215,6 +219,7 @@ validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m)
 	scd2_check_conversions(st);
 	m->source_rows = scd2_validate_staging(st, &several);
 	st->source_rows = m->source_rows;
+	scd2_validate_sequence(st);
 	if (cfg->infinity)
 		scd2_check_before_current_valid_to(st);
 

@@ -78,6 +78,7 @@ extern void scd2_schema_count_fills(LoadState *st, Scd2Metrics *m);
 extern void scd2_arrival_classify(LoadState *st, bool several, Scd2ClassifyCounts *cc);
 extern void scd2_arrival_draw_keys(LoadState *st);
 extern void scd2_arrival_finish(LoadState *st, bool dry_run);
+extern void scd2_arrival_first_load(LoadState *st);
 
 /* citus_load.c */
 extern bool scd2_citus_prepare(LoadState *st, Scd2Config *cfg);
