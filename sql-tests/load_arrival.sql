@@ -225,7 +225,9 @@ SELECT count(*) > 0 AS others_kept FROM scd2.arrival_memory WHERE dimension = 'd
 -- of absent keys remembered a row each, 300 no-op observations in one row
 -- of surrogate keys): the memory's index scans in that load fetch about
 -- one row per key (planned for this dimension they read its whole memory
--- per key, 600 x 301).
+-- per key, 600 x 301).  The bound leaves room for what the other
+-- dimensions of the suite remember (371 alone, 600-1,500 after the other
+-- tests, whose dimensions with an effective column are order-free since 0.5).
 CREATE TABLE dim_n (LIKE dim_o INCLUDING IDENTITY);
 SELECT scd2.register('dim_n', ARRAY['k'], tracked => ARRAY['a', 'b'], effective_column => 'eff',
                      delete_column => 'del', is_current_column => 'is_current',
@@ -243,7 +245,7 @@ SELECT count(*) AS rows, sum(coalesce(cardinality(versions), 1)) AS events,
   FROM scd2.arrival_memory WHERE dimension = 'dim_n'::regclass;
 BEGIN;
 SELECT count(*) FROM scd2.merge('stg', 'dim_n');
-SELECT idx_tup_fetch BETWEEN 300 AND 1500 AS probed_by_key
+SELECT idx_tup_fetch BETWEEN 300 AND 5000 AS probed_by_key
   FROM pg_stat_xact_all_tables WHERE relid = 'scd2.arrival_memory'::regclass;
 COMMIT;
 -- sent again, nothing changes: the same rows

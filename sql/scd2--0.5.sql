@@ -2064,3 +2064,15 @@ COMMENT ON COLUMN scd2.arrival_memory.sequence IS
     'a change stream''s event: its sequence_column value (text form, a JSON string); NULL: none';
 COMMENT ON TABLE scd2.arrival_memory IS
     'scd2 arrival memory: the events of order-free dimensions that their versions do not show (no-op observations, deletes) and, for change streams (a sequence, partial updates, Type 1 columns), every event; pruned with scd2.prune_arrival_memory';
+
+-- Whether a dimension remembers anything as late as a load's earliest event
+-- (an in-order load then takes the fast path), and prune: per dimension.
+-- The index on the instant alone read the later events of every order-free
+-- dimension until one of this one (hundreds of rows in the regression
+-- suite, where most dimensions with an effective column are order-free
+-- now).  Partial on dropped_by IS NULL, which the recall's "(dropped_by IS
+-- NULL) IS TRUE" does not imply: the recall still probes
+-- arrival_memory_key_idx by key (src/history/arrival_memory.c).
+DROP INDEX scd2.arrival_memory_effective_idx;
+CREATE INDEX arrival_memory_live_idx ON scd2.arrival_memory (dimension, effective)
+    WHERE dropped_by IS NULL;

@@ -75,7 +75,7 @@ catalog_utility(const char *sql, const char *what)
  * ANALYZE.  So the key index is the only index with the dimension in it
  * (scd2--0.4.sql), the statements that probe it say "(dropped_by IS NULL)
  * IS TRUE", which the planner cannot prove implies the predicate of the
- * partial arrival_memory_effective_idx (else a whole scan of that index,
+ * partial arrival_memory_live_idx (else a whole scan of that index,
  * when it was small at the last ANALYZE, was costed below the probe, and
  * taken for every staged key), the statement is planned for any dimension
  * ("dimension = $1" one dimension's share: plan_cache_mode =
@@ -179,10 +179,9 @@ scd2_arrival_memory_prepare_recall(void)
  * (the load's earliest staged instant).  When it does not -- in-order
  * events, every remembered one older than the batch -- no staged key has
  * a remembered event its load must see, and the load's simple keys take
- * the fast path (load/arrival.c).  A scan of arrival_memory_effective_idx
- * from since on: the later events of every order-free dimension, usually
- * none (or, on statistics that take this dimension for a small one, of
- * its part of arrival_memory_key_idx).
+ * the fast path (load/arrival.c).  One probe of arrival_memory_live_idx
+ * (0.5: the dimension's live events by instant; the index on the instant
+ * alone read the later events of every other order-free dimension first).
  */
 bool
 scd2_arrival_memory_ahead(Oid dim_oid, TimestampTz since)
@@ -284,7 +283,7 @@ scd2_arrival_memory_recall_observed(void)
  * superseded are found by the ctid the recall read (a TID scan).  The
  * recall probes arrival_memory_key_idx by dimension and key
  * (memory_exec_per_row): its instant is a filter (IS TRUE), so that
- * arrival_memory_effective_idx, which only the instant would match, is
+ * arrival_memory_live_idx, which the dimension and the instant would match, is
  * never the probe -- one probe would read every later event of every
  * dimension.  Neither the recall (a nested loop driven by the staged keys,
  * each an index probe: the LATERAL subquery is fenced) nor the store joins
@@ -495,7 +494,7 @@ scd2_prune_arrival_memory(PG_FUNCTION_ARGS)
 	pin = scd2_pin_search_path();
 	/*
 	 * Two statements, each on its own index: the live rows before the
-	 * horizon (arrival_memory_effective_idx), then the superseded rows
+	 * horizon (arrival_memory_live_idx), then the superseded rows
 	 * (arrival_memory_dropped_idx) before it or beyond any revert.  One
 	 * statement with both conditions OR'ed read the whole memory.
 	 */
