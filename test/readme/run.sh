@@ -2,9 +2,9 @@
 # The README runs as written: every ```sql block of README.md is run, in
 # order, by psql (ON_ERROR_STOP) in one new database (scd2_readme), each
 # block one check, which fails when psql fails or when an output the block
-# shows in its comments is not what psql printed.  docs/FACTS.md runs the
-# same way, in a database of its own (scd2_readme_facts) where scd2 is
-# created first.
+# shows in its comments is not what psql printed.  docs/FACTS.md and
+# docs/CDC.md run the same way, each in a database of its own
+# (scd2_readme_facts, scd2_readme_cdc) where scd2 is created first.
 #
 # An output shown in a block is a run of comment lines directly after a
 # line that ends a statement (`;`): each line is `-- ` followed by what
@@ -24,7 +24,7 @@ root=$(cd "$here/../.." && pwd)
 SUITE=readme
 # shellcheck source=../integration/lib.sh
 source "$root/test/integration/lib.sh"
-DBS="scd2_readme scd2_readme_facts"
+DBS="scd2_readme scd2_readme_facts scd2_readme_cdc"
 work=$(mktemp -d)
 trap 'rm -rf "$work"; for d in $DBS; do psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1; done' EXIT
 
@@ -106,6 +106,7 @@ found() {
 
 run_doc README.md scd2_readme
 run_doc docs/FACTS.md scd2_readme_facts "CREATE EXTENSION scd2"
+run_doc docs/CDC.md scd2_readme_cdc "CREATE EXTENSION scd2"
 
 # Tables: a line starting with "|" after a blank line starts a table and
 # must be a header (the next line is "| --- |..."); no row twice in one table.
