@@ -388,8 +388,10 @@ BEGIN
                              is_current boolean NOT NULL DEFAULT true);
     CREATE TABLE public.mdim (LIKE public.dim INCLUDING ALL);
     CREATE TABLE public.stg (id int, city text, tier text, phone text, note text, eff timestamptz, del boolean);
+    -- the model is of loads in arrival order (test/arrival has the order-free one)
     reg := format('SELECT scd2.register(''dim'', ARRAY[''id''], tracked => ARRAY[''city'', ''tier''], '
-                  'type1 => ARRAY[''phone''], effective_column => ''eff'', delete_column => ''del'', mode => %L);',
+                  'type1 => ARRAY[''phone''], effective_column => ''eff'', delete_column => ''del'', mode => %L, '
+                  'order_free => false);',
                   mode);
     IF NOT model_only THEN
         EXECUTE reg;

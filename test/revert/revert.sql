@@ -125,7 +125,8 @@ CREATE FUNCTION scd2_rp.register(infinity boolean, tracked name[] DEFAULT ARRAY[
     SELECT scd2.register('public.rdim', ARRAY['id'], tracked => tracked, type1 => ARRAY['phone'],
                          effective_column => 'eff', delete_column => 'del',
                          is_current_column => is_current, surrogate_key_column => 'sk',
-                         current_valid_to => CASE WHEN infinity THEN 'infinity' ELSE 'null' END);
+                         current_valid_to => CASE WHEN infinity THEN 'infinity' ELSE 'null' END,
+                         order_free => false);  -- the scenarios' model is of loads in arrival order
 $$;
 
 /*
