@@ -158,6 +158,34 @@ INSERT INTO s2 VALUES (1, 'Ann', 'Lima', 5, '2024-01-05', false);
 CALL scd2.apply('s2', 'd2');
 TRUNCATE s2;
 
+-- 13. A column a load adds (on_schema_change => 'append_new_columns', asked
+--     for with order_free => true; left out, such a registration loads in
+--     arrival order) is a Type 1 column of that load, on every version:
+--     the value of the latest staged event in its validity. Later loads
+--     track it as any shared column.
+CREATE TABLE d3 (id int, city text, valid_from date, valid_to date);
+CREATE TABLE s3 (id int, city text, eff date);
+SELECT scd2.register('d3', ARRAY['id'], effective_column => 'eff', on_schema_change => 'append_new_columns')
+       IS NOT NULL AS registered;
+SELECT order_free FROM scd2.dimensions WHERE dimension = 'd3'::regclass;
+SELECT scd2.register('d3', ARRAY['id'], effective_column => 'eff', on_schema_change => 'append_new_columns',
+                     order_free => true) IS NOT NULL AS registered;
+SELECT order_free FROM scd2.dimensions WHERE dimension = 'd3'::regclass;
+INSERT INTO s3 VALUES (1, 'Oslo', '2024-01-01'), (1, 'Rome', '2024-01-03');
+CALL scd2.apply('s3', 'd3');
+TRUNCATE s3;
+ALTER TABLE s3 ADD COLUMN tier text;
+INSERT INTO s3 VALUES (1, 'Oslo', '2024-01-02', 'silver'), (1, 'Rome', '2024-01-05', 'platinum'),
+                      (1, 'Rome', '2024-01-04', 'gold');
+CALL scd2.apply('s3', 'd3');
+SELECT id, city, tier, valid_from, valid_to FROM d3 ORDER BY valid_from;
+SELECT filled_in_place, type1_updated FROM scd2.audit_log WHERE status = 'success' ORDER BY run_id DESC LIMIT 1;
+TRUNCATE s3;
+INSERT INTO s3 VALUES (1, 'Rome', '2024-01-07', 'diamond');
+CALL scd2.apply('s3', 'd3');
+SELECT id, city, tier, valid_from, valid_to FROM d3 ORDER BY valid_from;
+TRUNCATE s3;
+
 RESET client_min_messages;
 SET client_min_messages = warning;
 DROP SCHEMA stream CASCADE;

@@ -391,7 +391,20 @@ resolve_stream(Scd2Config *cfg, const Scd2Registration *reg)
 		for (int i = 0; i < counts[g]; i++)
 			if (name_in_list(reg->ignore_null_updates, groups[g][i].name))
 				partial = groups[g][i].ignore_null = true;
-	cfg->stream = cfg->order_free && (cfg->seq_col != NULL || partial || cfg->ntype1 > 0);
+	cfg->stream = partial;
+	scd2_config_set_stream(cfg);
+}
+
+/*
+ * Whether an order-free load is a stream's: a sequence, partial updates
+ * (set by resolve_stream) or Type 1 columns -- those of the registration,
+ * or the columns the load adds to the dimension, its Type 1 columns
+ * (load/schema.c calls this again once it has made them).
+ */
+void
+scd2_config_set_stream(Scd2Config *cfg)
+{
+	cfg->stream = cfg->order_free && (cfg->stream || cfg->seq_col != NULL || cfg->ntype1 > 0);
 }
 
 /*

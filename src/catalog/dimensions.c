@@ -455,13 +455,15 @@ scd2_registry_store_schema_change(PG_FUNCTION_ARGS)
 /*
  * scd2._registry_store_order_free(dimension, order_free) (0.4): an
  * order-free dimension (load/arrival.c) needs an effective column and
- * incremental mode (its events carry their own instants), value detection
- * and an on_schema_change that adds no column (the load that adds one
- * fills it in place on the current versions, which depends on which event
- * arrives last).  Its Type 1 columns (0.5) follow the latest event by
- * effective time and sequence (load/stream.c).  NULL (0.5: register's
- * default, for a dimension not registered before): order-free when it can
- * be.  Checked against the registration register has just stored.
+ * incremental mode (its events carry their own instants) and value
+ * detection.  Its Type 1 columns (0.5), and the columns a load adds with
+ * on_schema_change 'append_new_columns' or 'sync_all_columns' (0.5),
+ * follow the latest event by effective time and sequence (load/stream.c).
+ * NULL (0.5: register's default, for a dimension not registered before):
+ * order-free when it can be and adds no columns (what such a load fills in
+ * place is then the latest event's, no longer the last batch's: asked
+ * for, not assumed).  Checked against the registration register has just
+ * stored.
  */
 Datum
 scd2_registry_store_order_free(PG_FUNCTION_ARGS)
@@ -469,6 +471,7 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 	Oid			argtypes[1] = {REGCLASSOID};
 	Datum		values[1];
 	const char *why = NULL;
+	bool		adds_columns = false;
 	bool		order_free;
 
 	scd2_require_not_null(PG_ARGISNULL(0), "dimension");
@@ -492,20 +495,16 @@ scd2_registry_store_order_free(PG_FUNCTION_ARGS)
 			why = "it is in snapshot mode: an extract is a state now, not a set of events";
 		else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
 			why = "it detects changes by timestamp: every later instant would be a change";
-		/*
-		 * register stores on_schema_change first: a column a load adds
-		 * is filled in place on the current versions, a Type 1 write
-		 */
-		else if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
-			why = "its on_schema_change adds columns: the load that adds one fills it in place, which depends on which event arrives last";
+		/* register stores on_schema_change first */
+		adds_columns = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	}
-	order_free = PG_ARGISNULL(1) ? why == NULL : PG_GETARG_BOOL(1);
+	order_free = PG_ARGISNULL(1) ? why == NULL && !adds_columns : PG_GETARG_BOOL(1);
 	if (order_free && why)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("dimension %s cannot be order-free", scd2_relation_display_name(PG_GETARG_OID(0))),
-				 errdetail("order_free needs an effective column, incremental mode, value detection and on_schema_change 'ignore' or 'fail'; %s.", why),
-				 errhint("Register it with order_free => false, or with an effective column in incremental mode and on_schema_change 'ignore' or 'fail'.")));
+				 errdetail("order_free needs an effective column, incremental mode and value detection; %s.", why),
+				 errhint("Register it with order_free => false, or with an effective column in incremental mode and detect => 'values'.")));
 	store_option(PG_GETARG_OID(0), "order_free", BOOLOID, BoolGetDatum(order_free), false);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -83,6 +83,7 @@ extern void scd2_check_registered_shape(Oid relid, const char *dim_name, Datum c
 /* config.c */
 extern Scd2Registration *scd2_load_registration(Oid dim_oid, Oid stg_oid, const char *dim_name);
 extern Scd2Config *scd2_load_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg);
+extern void scd2_config_set_stream(Scd2Config *cfg);
 extern Scd2Config *scd2_infer_config(Oid dim_oid, Oid stg_oid, const Scd2Registration *reg,
 									 const char *time_column);
 

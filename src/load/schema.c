@@ -538,17 +538,6 @@ scd2_schema_evolve(const Scd2LoadRequest *req, const Scd2Registration *reg,
 	compare_columns(reg, req->extract, dimrel, stgrel, &added, &retyped);
 	widened = check_differences(mode, reg, dimrel, stgrel, added, retyped, dim_name,
 								scd2_relation_display_name(req->stg_oid));
-	/*
-	 * register refuses order_free with these modes; a registry edited by
-	 * hand (scd2._registry_store_schema_change) is refused here
-	 */
-	if (reg->order_free && (mode == SCHEMA_APPEND || mode == SCHEMA_SYNC) && added != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("order-free dimension %s cannot add staging column \"%s\"",
-						dim_name, ((Diff *) linitial(added))->name),
-				 errdetail("The load that adds a column fills it in place on the current versions, which depends on which event arrives last. Nothing was loaded."),
-				 errhint("Register the dimension with on_schema_change => 'ignore' or 'fail', or add the column to it by hand.")));
 	if (mode == SCHEMA_IGNORE)
 		*note = make_note(added, NIL, NIL, req->dry_run);
 	else if (mode != SCHEMA_FAIL)
@@ -602,7 +591,9 @@ move_column(Scd2Column *cols, int *n, Scd2Column **dst, int *ndst, const char *n
  * In the load that added them, the new columns are Type 1 columns: a key
  * whose other columns are unchanged gets their values on its current
  * version in place (counted as filled_in_place), a changed key a new
- * version with them; closed versions keep NULL.  Not with detect =>
+ * version with them; closed versions keep NULL (on an order-free
+ * dimension: the value of the latest staged event in their validity, as
+ * for any Type 1 column there, none when no staged event is in it).  Not with detect =>
  * 'timestamp', which has no Type 1 columns: there a key's next later row
  * brings the value in a new version.  The change log's header names them
  * with the Type 1 columns (history/changelog.c), so a revert restores the NULLs.
@@ -624,6 +615,12 @@ scd2_schema_apply_fills(Scd2Config *cfg, List *added)
 			move_column(cfg->other, &cfg->nother, &cfg->type1, &cfg->ntype1, name))
 			cfg->filled = lappend(cfg->filled, pstrdup(name));
 	}
+	/*
+	 * on an order-free dimension they follow the Type 1 rule of a stream:
+	 * each version takes the value of the latest event in its validity
+	 * that carries the column (load/stream.c), whatever the arrival order
+	 */
+	scd2_config_set_stream(cfg);
 }
 
 /*
