@@ -68,6 +68,7 @@ SELECT count(scd2.register(d, ARRAY['k'], tracked => ARRAY['city', 'tier'], effe
   FROM unnest(ARRAY['cdc_stream_in_order', 'cdc_stream_shuffled']::regclass[]) d;
 SELECT scd2.register('cdc_plain_in_order', ARRAY['k'], tracked => ARRAY['city', 'tier'], effective_column => 't',
                      delete_column => 'del') IS NOT NULL;
+CREATE INDEX ON cdc_ev (k, t, lsn);
 -- the plain events: a pair's second event a microsecond later; city as
 -- the fold gives it (a partial event's city from the key's last event with one)
 CREATE TABLE cdc_plain AS
