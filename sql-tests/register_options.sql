@@ -58,5 +58,18 @@ SELECT inferred_column, sequence_column, ignore_null_updates FROM scd2.dimension
 SELECT scd2.register('d', ARRAY['id'], effective_column => 'eff', order_free => true,
                      ignore_null_updates => ARRAY['city', 'note']) IS NOT NULL AS registered;
 SELECT ignore_null_updates FROM scd2.dimensions WHERE dimension = 'd'::regclass;
+-- the internal steps register calls are refused to anyone but the owner,
+-- called directly (they are executable by PUBLIC: register runs with its
+-- caller's rights); nothing stored
+CREATE TEMP TABLE before2 AS SELECT * FROM scd2.dimensions WHERE dimension = 'd'::regclass;
+CREATE ROLE scd2_ropt_user;
+GRANT USAGE ON SCHEMA ropt TO scd2_ropt_user;
+SET ROLE scd2_ropt_user;
+SELECT scd2._registry_store_stream('d', 'lsn', ARRAY['city']::name[]);
+SELECT scd2._registry_store_inferred('d', 'is_inferred');
+RESET ROLE;
+SELECT (SELECT row_to_json(b)::text FROM before2 b) =
+       (SELECT row_to_json(d)::text FROM scd2.dimensions d WHERE dimension = 'd'::regclass) AS registry_unchanged;
 DROP SCHEMA ropt CASCADE;
+DROP ROLE scd2_ropt_user;
 RESET search_path;
