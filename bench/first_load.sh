@@ -23,7 +23,10 @@
 #   EXPLAIN=0    1: also log every statement's plan with auto_explain to
 #                $OUT/explain-<approach>.txt (untimed, rolled back)
 #   SETTLE=1     sync after each run's VACUUM (0: no sync)
-#   APPROACHES="scd2 dbt floor"
+#   APPROACHES="scd2 dbt floor"  (also seeds: the seeds' MERGE into an
+#                empty dim_seed; scd2_nolog)
+#   WARMUP=1     0: no untimed warm-up run (the verification run warms)
+#   MEMORY=0     1: also sample each load's peak private memory (RssAnon)
 #   OUT=bench/out/first_<ROWS>
 #
 # Every load runs in a transaction that is rolled back:
@@ -39,6 +42,7 @@ GEN=${GEN:-1}
 VERIFY=${VERIFY:-1}
 EXPLAIN=${EXPLAIN:-0}
 SETTLE=${SETTLE:-1}
+WARMUP=${WARMUP:-1}
 SKIP_SCD2=${SKIP_SCD2:-0}
 APPROACHES=${APPROACHES:-"scd2 dbt floor"}
 [ "$SKIP_SCD2" = 1 ] && APPROACHES=$(echo "$APPROACHES" | tr ' ' '\n' | grep -v '^scd2' | tr '\n' ' ')
@@ -76,6 +80,7 @@ run_one() {   # approach verify(0/1) explain(0/1)
     local app=$1 verify=$2 explain=$3
     {
         echo "SET client_min_messages = warning;"
+        backend_pid_sql "$app"
         if [ "$explain" = 1 ]; then
             echo "LOAD 'auto_explain';"
             echo "SET auto_explain.log_min_duration = 0;"
@@ -95,6 +100,7 @@ run_one() {   # approach verify(0/1) explain(0/1)
             case $app in
                 dbt) echo "\\i $HERE/approaches/verify_dbtshape.sql" ;;
                 floor) echo "\\set tbl dim_floor"; echo "\\i $HERE/approaches/verify_scd2shape.sql" ;;
+                seeds) echo "\\set tbl dim_seed"; echo "\\i $HERE/approaches/verify_scd2shape.sql" ;;
                 *) echo "\\set tbl dim"; echo "\\i $HERE/approaches/verify_scd2shape.sql" ;;
             esac
         fi
@@ -103,19 +109,26 @@ run_one() {   # approach verify(0/1) explain(0/1)
 }
 
 reset_after() {   # vacuum what the rolled-back load left behind
-    "${PSQL[@]}" -c "VACUUM (ANALYZE) dim" >/dev/null
+    # (1GB: every dead row of a 100M-row load in one pass over the indexes)
+    "${PSQL[@]}" -c "SET maintenance_work_mem = '1GB'" -c "VACUUM (ANALYZE) dim" >/dev/null
     if [ "$SETTLE" = 1 ]; then sync; fi
 }
 
+memory_sampler_start
+trap memory_sampler_stop EXIT
 if [ "$VERIFY" = 1 ]; then verify_approaches reset_after; fi
 
 if [ "$EXPLAIN" = 1 ]; then explain_approaches reset_after; fi
 
-log "warm-up"
-"${PSQL[@]}" -c CHECKPOINT >/dev/null
-for app in "${APPS[@]}"; do run_one "$app" 0 0 >/dev/null; reset_after; done
+if [ "$WARMUP" = 1 ]; then
+    log "warm-up"
+    "${PSQL[@]}" -c CHECKPOINT >/dev/null
+    for app in "${APPS[@]}"; do run_one "$app" 0 0 >/dev/null; reset_after; done
+fi
 
 echo "round,approach,seconds" >"$OUT/times.csv"
+# ROUNDS=0: the verification run is the measurement (one run each)
+[ "$ROUNDS" = 0 ] && [ -s "$OUT/verify_times.csv" ] && cp "$OUT/verify_times.csv" "$OUT/times.csv"
 n=${#APPS[@]}
 for ((r = 1; r <= ROUNDS; r++)); do
     for ((i = 0; i < n; i++)); do
@@ -127,13 +140,15 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 
+memory_sampler_stop
 median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
            awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 {
     echo "# first load: rows=$ROWS rounds=$ROUNDS ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, shared_buffers=$("${PSQL[@]}" -c 'SHOW shared_buffers') work_mem=$("${PSQL[@]}" -c 'SHOW work_mem') maintenance_work_mem=$("${PSQL[@]}" -c 'SHOW maintenance_work_mem'))"
     printf '%-8s %10s %s\n' approach median_s all_rounds_s
     for app in "${APPS[@]}"; do
-        printf '%-8s %10s %s\n' "$app" "$(median "$app")" "$(grep ",$app," "$OUT/times.csv" | cut -d, -f3 | paste -sd' ')"
+        printf '%-8s %10s %s%s\n' "$app" "$(median "$app")" "$(grep ",$app," "$OUT/times.csv" | cut -d, -f3 | paste -sd' ')" \
+            "$([ -z "$(peak_mb "$app")" ] || echo "  peak $(peak_mb "$app") MB")"
     done
     # ratios of two approaches within one round (steadier on a machine
     # whose speed drifts), median over the rounds

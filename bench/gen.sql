@@ -31,6 +31,15 @@
 --   floor_close, floor_new  the precomputed work of approach 4.
 --   bench_params the parameters and the actual composition of the batch.
 --
+-- part (default all) builds one part, for runs on a dimension too large to
+-- build more than once (bench/scale.sh):
+--   dim     dim (registered) and dim_nov; drops everything else
+--   copies  dim_seed and/or dim_dbt, as COPIES ('seed dbt', 'seed', 'dbt',
+--           ''), from dim, dropping the other
+--   batch   stg, stg_hashed, bench_truth, floor_*, bench_params for the
+--           batch parameters, against the dim there is
+--   all     dim, the batch, then the copies: what run.sh builds
+--
 -- Shares are fractions of the batch. When the batch asks for more existing
 -- keys than the dimension has (BATCH 2M against 1M keys), unchanged rows are
 -- clamped so that every key of the dimension is in the batch once and the
@@ -47,6 +56,8 @@
 \if :{?no_overlap} \else \set no_overlap 0 \endif
 \if :{?seed} \else \set seed 42 \endif
 \if :{?layout} \else \set layout key \endif
+\if :{?part} \else \set part all \endif
+\if :{?copies} \else \set copies 'seed dbt' \endif
 SELECT :'layout' IN ('key', 'load') AS layout_ok,
        CASE :'layout' WHEN 'load' THEN 'v, k' ELSE 'k, v' END AS layout_order,
        -- surrogate keys follow the physical order (the copies below are made ORDER BY them)
@@ -57,34 +68,39 @@ SELECT :'layout' IN ('key', 'load') AS layout_ok,
 \quit
 \endif
 
+SELECT :'part' IN ('all', 'dim') AS do_dim,
+       :'part' IN ('all', 'dim', 'batch') AS drop_batch,
+       :'part' IN ('all', 'batch') AS do_batch,
+       :'part' IN ('all', 'copies') AS do_copies,
+       :'part' IN ('all', 'dim', 'copies') AS drop_copies,
+       :'part' IN ('all', 'dim', 'copies') AND :'copies' ~ '\mseed\M' AS want_seed,
+       :'part' IN ('all', 'dim', 'copies') AND :'copies' ~ '\mdbt\M' AS want_dbt,
+       :'part' IN ('all', 'dim', 'copies', 'batch') AS part_ok,
+       (:deleted > 0) AS has_deleted \gset
+\if :part_ok
+\else
+\echo 'part must be all, dim, copies or batch'
+\quit
+\endif
+
 SET client_min_messages = warning;
 SET maintenance_work_mem = '1GB';
 SET work_mem = '256MB';
 
+\if :drop_batch
 DROP VIEW  IF EXISTS stg_hashed;
+DROP TABLE IF EXISTS stg, bench_truth, floor_close, floor_new, bench_params;
+\endif
+\if :drop_copies
+DROP TABLE IF EXISTS dim_seed, dim_dbt;
+\endif
+\if :do_dim
 \if :use_scd2
 SELECT scd2.unregister(c.oid::regclass) FROM pg_class c
  WHERE c.relname IN ('dim', 'dim_nov') AND c.relnamespace = 'public'::regnamespace
    AND EXISTS (SELECT FROM scd2.dimensions d WHERE d.dimension = c.oid) \g /dev/null
 \endif
-DROP TABLE IF EXISTS dim, dim_nov, dim_seed, dim_dbt, stg, bench_truth, floor_close, floor_new, bench_params;
-
--- Composition of the batch.
-SELECT round(:batch * :changed)::bigint AS n_changed,
-       round(:batch * :deleted)::bigint AS n_deleted,
-       round(:batch * :new)::bigint     AS n_new \gset
-SELECT :batch - :n_changed - :n_deleted - :n_new AS n_unchanged \gset
-SELECT CASE WHEN :n_changed + :n_deleted + :n_unchanged > :keys
-            THEN :keys - :n_changed - :n_deleted ELSE :n_unchanged END AS n_unchanged \gset
-SELECT :batch - :n_changed - :n_deleted - :n_unchanged AS n_new \gset
-SELECT (:n_deleted > 0) AS has_deleted \gset
-
-CREATE TABLE bench_params AS
-SELECT :keys::bigint AS keys, :versions::int AS versions, :batch::bigint AS batch,
-       :n_unchanged::bigint AS unchanged, :n_changed::bigint AS changed,
-       :n_new::bigint AS new, :n_deleted::bigint AS deleted,
-       timestamptz '2026-11-30 12:00:00+00' AS effective_at, :'layout'::text AS layout,
-       :no_overlap::int AS no_overlap;
+DROP TABLE IF EXISTS dim, dim_nov;
 
 ------------------------------------------------------------------------------
 -- The dimension: KEYS x VERSIONS rows, version v of key k valid on
@@ -116,6 +132,25 @@ SELECT :layout_sk, k,
                        hashint8(k * 64 + v * 8 + 5) AS h5) h
  ORDER BY :layout_order;
 SELECT setval(pg_get_serial_sequence('dim', 'customer_sk'), :keys::bigint * :versions) \g /dev/null
+\endif
+
+\if :do_batch
+-- Composition of the batch.
+SELECT round(:batch * :changed)::bigint AS n_changed,
+       round(:batch * :deleted)::bigint AS n_deleted,
+       round(:batch * :new)::bigint     AS n_new \gset
+SELECT :batch - :n_changed - :n_deleted - :n_new AS n_unchanged \gset
+SELECT CASE WHEN :n_changed + :n_deleted + :n_unchanged > :keys
+            THEN :keys - :n_changed - :n_deleted ELSE :n_unchanged END AS n_unchanged \gset
+SELECT :batch - :n_changed - :n_deleted - :n_unchanged AS n_new \gset
+
+CREATE TABLE bench_params AS
+SELECT :keys::bigint AS keys, :versions::int AS versions, :batch::bigint AS batch,
+       :n_unchanged::bigint AS unchanged, :n_changed::bigint AS changed,
+       :n_new::bigint AS new, :n_deleted::bigint AS deleted,
+       timestamptz '2026-11-30 12:00:00+00' AS effective_at, :'layout'::text AS layout,
+       :no_overlap::int AS no_overlap;
+
 
 ------------------------------------------------------------------------------
 -- The staging batch.
@@ -180,9 +215,30 @@ TRUNCATE stg;
 INSERT INTO stg SELECT * FROM stg_shuffled;
 DROP TABLE stg_shuffled;
 
+-- The seeds hash the tracked attributes "once in staging", in a view.
+CREATE VIEW stg_hashed AS
+SELECT s.*,
+       encode(sha256(convert_to(concat_ws('||',
+           coalesce(s.name, '~'), coalesce(s.city, '~'), coalesce(s.tier, '~'), coalesce(s.email, '~'),
+           coalesce(s.birth_date::text, '~'), coalesce(s.credit_limit::text, '~')), 'UTF8')), 'hex') AS row_hash
+  FROM stg s;
+
+------------------------------------------------------------------------------
+-- Approach 4: the floor's precomputed work (outside the timed part).
+------------------------------------------------------------------------------
+CREATE TABLE floor_close AS
+SELECT customer_id FROM bench_truth WHERE kind IN ('changed', 'deleted') ORDER BY customer_id;
+CREATE TABLE floor_new AS
+SELECT s.customer_id, s.name, s.city, s.tier, s.email, s.birth_date, s.credit_limit
+  FROM stg s JOIN bench_truth t USING (customer_id)
+ WHERE t.kind IN ('changed', 'new');
+VACUUM (ANALYZE) stg, bench_truth, floor_close, floor_new;
+\endif
+
 ------------------------------------------------------------------------------
 -- Indexes of the scd2 dimension (register creates them).
 ------------------------------------------------------------------------------
+\if :do_dim
 \if :use_scd2
 \if :has_deleted
 SELECT scd2.register('dim', ARRAY['customer_id'], delete_column => 'is_deleted') \g /dev/null
@@ -211,10 +267,13 @@ SELECT scd2.register('dim_nov', ARRAY['customer_id'], no_overlap => true) \g /de
 \endif
 VACUUM (ANALYZE) dim_nov;
 \endif
+VACUUM (ANALYZE) dim;
+\endif
 
 ------------------------------------------------------------------------------
 -- Approach 2: the seeds' dimension (row_hash stored) and staging view.
 ------------------------------------------------------------------------------
+\if :want_seed
 CREATE TABLE dim_seed (
     customer_sk   bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
     customer_id   bigint NOT NULL,
@@ -240,20 +299,15 @@ SELECT customer_sk, customer_id, name, city, tier, email, birth_date, credit_lim
 SELECT setval(pg_get_serial_sequence('dim_seed', 'customer_sk'), :keys::bigint * :versions) \g /dev/null
 CREATE UNIQUE INDEX dim_seed_current ON dim_seed (customer_id) WHERE valid_to IS NULL;
 CREATE UNIQUE INDEX dim_seed_asof ON dim_seed (customer_id, valid_from) INCLUDE (customer_sk, valid_to);
-
--- The seeds hash the tracked attributes "once in staging", in a view.
-CREATE VIEW stg_hashed AS
-SELECT s.*,
-       encode(sha256(convert_to(concat_ws('||',
-           coalesce(s.name, '~'), coalesce(s.city, '~'), coalesce(s.tier, '~'), coalesce(s.email, '~'),
-           coalesce(s.birth_date::text, '~'), coalesce(s.credit_limit::text, '~')), 'UTF8')), 'hex') AS row_hash
-  FROM stg s;
+VACUUM (ANALYZE) dim_seed;
+\endif
 
 ------------------------------------------------------------------------------
 -- Approach 3: dbt snapshot shape, no indexes (dbt creates none).
 -- dbt_scd_id = md5(coalesce(cast(key as varchar), '') || '|' ||
 --                  coalesce(cast(updated_at as varchar), '')).
 ------------------------------------------------------------------------------
+\if :want_dbt
 CREATE TABLE dim_dbt AS
 SELECT customer_id, name, city, tier, email, birth_date, credit_limit,
        md5(coalesce(cast(customer_id as varchar), '') || '|' ||
@@ -262,18 +316,10 @@ SELECT customer_id, name, city, tier, email, birth_date, credit_limit,
        (valid_from AT TIME ZONE 'UTC') AS dbt_valid_from,
        (valid_to AT TIME ZONE 'UTC')   AS dbt_valid_to
   FROM dim ORDER BY customer_sk;
+VACUUM (ANALYZE) dim_dbt;
+\endif
 
-------------------------------------------------------------------------------
--- Approach 4: the floor's precomputed work (outside the timed part).
-------------------------------------------------------------------------------
-CREATE TABLE floor_close AS
-SELECT customer_id FROM bench_truth WHERE kind IN ('changed', 'deleted') ORDER BY customer_id;
-CREATE TABLE floor_new AS
-SELECT s.customer_id, s.name, s.city, s.tier, s.email, s.birth_date, s.credit_limit
-  FROM stg s JOIN bench_truth t USING (customer_id)
- WHERE t.kind IN ('changed', 'new');
-
-VACUUM (ANALYZE) dim, dim_seed, dim_dbt, stg, bench_truth, floor_close, floor_new;
 CHECKPOINT;
-
+\if :do_batch
 SELECT * FROM bench_params;
+\endif

@@ -5,15 +5,21 @@
 # array APPS and OUT, and passes the function that resets the table an
 # approach wrote (called with the approach's name).
 
-# Every approach once, untimed: all must leave the same dimension
-# (signature lines equal, bad_is_current=0).  Exits 1 otherwise, unless
+# Every approach once: all must leave the same dimension (signature lines
+# equal, bad_is_current=0).  The runs' times go to $OUT/verify_times.csv
+# as round 0 (with ROUNDS=0 they are the measurement: at 100M rows a run
+# takes minutes).  Exits 1 otherwise, unless
 # IGNORE_VERIFY=1.
 verify_approaches() {
     local reset=$1 app res nsig bad
     log "verification pass"
     : >"$OUT/verify.txt"
+    echo "round,approach,seconds" >"$OUT/verify_times.csv"
     for app in "${APPS[@]}"; do
-        res=$(run_one "$app" 1 0 | tail -n 1)
+        out=$(run_one "$app" 1 0)
+        res=$(tail -n 1 <<<"$out")
+        echo "0,$app,$(head -n 1 <<<"$out")" >>"$OUT/verify_times.csv"
+        log "verify $(printf '%-6s' "$app") $(head -n 1 <<<"$out") s"
         printf '%-6s\t%s\n' "$app" "$res" >>"$OUT/verify.txt"
         "$reset" "$app"
     done
@@ -37,4 +43,45 @@ explain_approaches() {
         run_one "$app" 0 1 >"$OUT/explain-$app.txt" 2>&1 || true
         "$reset" "$app"
     done
+}
+
+# Peak private memory of each load (MEMORY=1): run_one sends
+# backend_pid_sql APP first, which appends "APP PID" to $OUT/pids.txt; a
+# sampler reads the newest PID's RssAnon (what the backend allocated
+# itself; shared_buffers is RssShmem and not in it) every 0.2 s, as
+# bench/memory.sh's test does, and writes "PID peak_kB" lines to
+# $OUT/peaks.txt when stopped.  Needs the server on this machine and its
+# /proc/PID/status readable (same user or root).
+memory_sampler_start() {
+    [ "${MEMORY:-0}" = 1 ] || return 0
+    : >"$OUT/pids.txt"
+    (
+        declare -A peak
+        trap 'for p in "${!peak[@]}"; do echo "$p ${peak[$p]}"; done >"$OUT/peaks.txt"; exit 0' TERM
+        while :; do
+            pid=$(tail -n 1 "$OUT/pids.txt" | cut -d' ' -f2)
+            if [ -n "$pid" ]; then
+                kb=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+                if [ -n "$kb" ] && [ "$kb" -gt "${peak[$pid]:-0}" ]; then peak[$pid]=$kb; fi
+            fi
+            sleep 0.2
+        done
+    ) &
+    MEMORY_SAMPLER=$!
+}
+memory_sampler_stop() {
+    [ -n "${MEMORY_SAMPLER:-}" ] || return 0
+    kill -TERM "$MEMORY_SAMPLER"; wait "$MEMORY_SAMPLER" 2>/dev/null || true
+    MEMORY_SAMPLER=
+}
+backend_pid_sql() {   # APP
+    [ "${MEMORY:-0}" = 1 ] || return 0
+    echo "SELECT '$1 ' || pg_backend_pid() \\g |cat >>$OUT/pids.txt"
+}
+# The largest peak of APP's loads in MB (empty without MEMORY=1).
+peak_mb() {   # APP
+    [ -s "$OUT/peaks.txt" ] || return 0
+    awk -v app="$1" 'NR == FNR { if ($1 == app) want[$2] = 1; next }
+                     ($1 in want) && $2 > m { m = $2 }
+                     END { if (m) printf "%d\n", m / 1024 }' "$OUT/pids.txt" "$OUT/peaks.txt"
 }

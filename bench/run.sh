@@ -36,6 +36,12 @@
 #   EXPLAIN=0           1: also log every statement's plan with auto_explain
 #                       (ANALYZE, BUFFERS, nested statements) to
 #                       $OUT/explain-<approach>.txt (untimed, rolled back)
+#   WARMUP=1            0: no untimed warm-up run of each approach (at 100M
+#                       rows a run takes minutes; the verification run
+#                       then warms the caches)
+#   MEMORY=0            1: also sample each load's peak private memory
+#                       (RssAnon; the server on this machine) into the
+#                       summary and $OUT/peaks.txt
 #   OUT=bench/out/<tag> where the CSV, summary and plans go
 #   SCALING_CSV=        if set, one line per approach is appended to it
 #
@@ -61,6 +67,7 @@ VERIFY=${VERIFY:-1}
 EXPLAIN=${EXPLAIN:-0}
 CHECKPOINT=${CHECKPOINT:-0}
 SETTLE=${SETTLE:-1}
+WARMUP=${WARMUP:-1}
 EFF='2026-11-30 12:00:00+00'       # the load's effective_at
 EFF_TS='2026-11-30 12:00:00'       # the same instant as dbt's timestamp without time zone (UTC)
 TAG=${TAG:-k${KEYS}_b${BATCH}_v${VERSIONS}_c${CHANGED}_n${NEW}_d${DELETED}$([ "$LAYOUT" = key ] || echo "_$LAYOUT")}
@@ -130,6 +137,7 @@ run_one() {   # approach verify(0/1) explain(0/1)
     tbl=$(table_of "$app")
     {
         echo "SET client_min_messages = warning;"
+        backend_pid_sql "$app"
         if [ "$explain" = 1 ]; then
             echo "LOAD 'auto_explain';"
             echo "SET auto_explain.log_min_duration = 0;"
@@ -168,6 +176,9 @@ reset_table() {   # vacuum what the rolled-back load left behind
     if [ "$SETTLE" = 1 ]; then sync; fi
 }
 
+memory_sampler_start
+trap memory_sampler_stop EXIT
+
 # --- verification pass ------------------------------------------------------------
 if [ "$VERIFY" = 1 ]; then verify_approaches reset_table; fi
 
@@ -176,11 +187,15 @@ if [ "$EXPLAIN" = 1 ]; then explain_approaches reset_table; fi
 
 # --- timed rounds ------------------------------------------------------------------
 # Warm-up: one untimed run of each approach so every table starts cached.
-log "warm-up"
-"${PSQL[@]}" -c CHECKPOINT >/dev/null
-for app in "${APPS[@]}"; do run_one "$app" 0 0 >/dev/null; reset_table "$app"; done
+if [ "$WARMUP" = 1 ]; then
+    log "warm-up"
+    "${PSQL[@]}" -c CHECKPOINT >/dev/null
+    for app in "${APPS[@]}"; do run_one "$app" 0 0 >/dev/null; reset_table "$app"; done
+fi
 
 echo "round,approach,seconds" >"$OUT/times.csv"
+# ROUNDS=0: the verification run is the measurement (one run each)
+[ "$ROUNDS" = 0 ] && [ -s "$OUT/verify_times.csv" ] && cp "$OUT/verify_times.csv" "$OUT/times.csv"
 n=${#APPS[@]}
 for ((r = 1; r <= ROUNDS; r++)); do
     order=()
@@ -194,6 +209,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # --- summary ---------------------------------------------------------------------
+memory_sampler_stop
 median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
            awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ref=scd2
@@ -205,7 +221,8 @@ refm=$(median "$ref")
     for app in "${APPS[@]}"; do
         m=$(median "$app")
         all=$(grep ",$app," "$OUT/times.csv" | cut -d, -f3 | paste -sd' ')
-        printf '%-8s %10s %12s %s\n' "$app" "$m" "$(awk -v a="$m" -v b="$refm" 'BEGIN { printf "%.2f", a / b }')" "$all"
+        printf '%-8s %10s %12s %s%s\n' "$app" "$m" "$(awk -v a="$m" -v b="$refm" 'BEGIN { printf "%.2f", a / b }')" "$all" \
+            "$([ -z "$(peak_mb "$app")" ] || echo "  peak $(peak_mb "$app") MB")"
     done
     # The machine's speed drifts (a shared virtual host): the ratio of two
     # approaches within one round, where they ran seconds apart, is steadier

@@ -26,7 +26,7 @@ SET work_mem = '256MB';
 SELECT scd2.unregister(d.dimension) FROM scd2.dimensions d
  WHERE d.dimension = to_regclass('public.dim') \g /dev/null
 \endif
-DROP TABLE IF EXISTS dim, dim_dbt, dim_floor, stg, bench_params;
+DROP TABLE IF EXISTS dim, dim_dbt, dim_floor, dim_seed, stg, bench_params;
 
 CREATE TABLE bench_params AS SELECT :rows::bigint AS rows;
 
