@@ -73,8 +73,8 @@ SELECT :'part' IN ('all', 'dim') AS do_dim,
        :'part' IN ('all', 'batch') AS do_batch,
        :'part' IN ('all', 'copies') AS do_copies,
        :'part' IN ('all', 'dim', 'copies') AS drop_copies,
-       :'part' IN ('all', 'dim', 'copies') AND :'copies' ~ '\mseed\M' AS want_seed,
-       :'part' IN ('all', 'dim', 'copies') AND :'copies' ~ '\mdbt\M' AS want_dbt,
+       :'part' IN ('all', 'copies') AND :'copies' ~ '\mseed\M' AS want_seed,
+       :'part' IN ('all', 'copies') AND :'copies' ~ '\mdbt\M' AS want_dbt,
        :'part' IN ('all', 'dim', 'copies', 'batch') AS part_ok,
        (:deleted > 0) AS has_deleted \gset
 \if :part_ok

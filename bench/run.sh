@@ -212,8 +212,11 @@ done
 memory_sampler_stop
 median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
            awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-ref=scd2
-if [ "$SKIP_SCD2" = 1 ] || ! printf '%s\n' "${APPS[@]}" | grep -qx scd2; then ref=floor; fi
+# the reference of the ratios: scd2, else the floor, else the first approach
+ref=${APPS[0]}
+for app in floor scd2; do
+    if printf '%s\n' "${APPS[@]}" | grep -qx "$app"; then ref=$app; fi
+done
 refm=$(median "$ref")
 {
     echo "# $COMPOSITION rounds=$ROUNDS checkpoint_each_run=$CHECKPOINT settle=$SETTLE ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"

@@ -35,6 +35,10 @@
 #                     0: each approach runs once, its verification run is the
 #                     measurement (a 100M-row load takes minutes, and the
 #                     rollback's VACUUM as long again)
+#   BATCH_ROUNDS="200k:3 2M:1"  with ROUNDS=0, the rounds of scd2 and the
+#                     floor per batch all the same (after a warm-up run): the
+#                     two read the same keys' pages, so the first of a
+#                     single cold pair would pay for the second's cache
 #   SPLIT=20000000    above this many keys the copies of the dimension are
 #                     built one at a time (dim, then dim_seed, then dim_dbt:
 #                     at 100M keys the three together, about 65 GB, do not
@@ -47,6 +51,11 @@
 #                     page of an index larger than shared_buffers (see
 #                     RESULTS.md for its growth from 1M to 10M)
 #   CSV=bench/out/scale/scale.csv
+#   GEN_DIM=1         0: keep the dim of an earlier run (its size unchecked)
+#   GEN_COPIES=1      0: keep dim_seed / dim_dbt when they are the copies a
+#                     group needs (to resume a run)
+#   ONLY_GROUPS       the approach groups to run, e.g. "seeds:seed dbt:dbt"
+#                     (approaches:copies; default all)
 # Peak private memory (RssAnon) of every load is sampled (MEMORY=1): the
 # server must run on this machine.
 set -euo pipefail
@@ -62,6 +71,7 @@ FACTS=${FACTS:-10000000}
 SPLIT=${SPLIT:-20000000}
 if [ "$KEYS" -gt 10000000 ]; then ROUNDS=${ROUNDS:-0}; else ROUNDS=${ROUNDS:-3}; fi
 WARMUP=1; [ "$ROUNDS" = 0 ] && WARMUP=0
+BATCH_ROUNDS=${BATCH_ROUNDS:-"200k:3 2M:1"}
 if [ "$KEYS" -gt "$SPLIT" ]; then
     FIRST_APPROACHES=${FIRST_APPROACHES:-"scd2 dbt floor"}
     GROUPS_=("scd2 floor:" "seeds:seed" "dbt:dbt")
@@ -80,7 +90,7 @@ PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
 
 log "scale: keys=$KEYS shapes='$SHAPES' rounds=$ROUNDS; $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB;" \
     "disk $(df -h "${DIR:-/}" | awk 'NR == 2 { print $4 " free of " $2 }'); load $(cut -d' ' -f1-3 /proc/loadavg)"
-"${PSQL[@]}" -c "SELECT 'server ' || version()" -c "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'maintenance_work_mem', 'max_wal_size', 'huge_pages', 'max_parallel_workers_per_gather')" >&2
+"${PSQL[@]}" -c "SELECT 'server ' || version()" -c "SELECT string_agg(name || '=' || current_setting(name), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'maintenance_work_mem', 'max_wal_size', 'huge_pages', 'max_parallel_workers_per_gather')" >&2
 
 # median of a times.csv's runs of APP, and how many there were
 median_of() {   # times.csv app
@@ -121,18 +131,36 @@ gen() {   # gen.sql part, extra psql arguments
 }
 if [ ${#BATCHES[@]} -gt 0 ] || [[ " $SHAPES " == *" asof "* ]]; then
     "${PSQL[@]}" -c 'CREATE EXTENSION IF NOT EXISTS scd2' >/dev/null
-    gen dim -v batch=200000
+    if [ "${GEN_DIM:-1}" = 1 ]; then gen dim; fi
     log "dimension: $("${PSQL[@]}" -c "SELECT pg_size_pretty(pg_total_relation_size('dim')) || ' (heap ' || pg_size_pretty(pg_relation_size('dim')) || ')'")"
 fi
 if [ ${#BATCHES[@]} -gt 0 ]; then
+    [ -n "${ONLY_GROUPS:-}" ] && read -r -a GROUPS_ <<<"$ONLY_GROUPS"
     for g in "${GROUPS_[@]}"; do
         apps=${g%%:*} copies=${g#*:}
-        [ -n "$copies" ] && gen copies -v copies="$copies"
-        for b in "${BATCHES[@]}"; do
+        if [ -n "$copies" ]; then
+            have=$("${PSQL[@]}" -c "SELECT string_agg(t, ' ') FROM unnest(ARRAY['seed', 'dbt']) t WHERE to_regclass('dim_' || t) IS NOT NULL")
+            if [ "${GEN_COPIES:-1}" = 1 ] || [ "$have" != "$copies" ]; then gen copies -v copies="$copies"; fi
+        fi
+        # the batch there is already (if any) first: one generation fewer
+        cur=$("${PSQL[@]}" -c "SELECT batch FROM bench_params" 2>/dev/null || true)
+        order=()
+        for b in "${BATCHES[@]}"; do [ "$(batch_rows "$b")" = "$cur" ] && order=("$b"); done
+        for b in "${BATCHES[@]}"; do [ "$(batch_rows "$b")" = "$cur" ] || order+=("$b"); done
+        for b in "${order[@]}"; do
             rows=$(batch_rows "$b")
-            gen batch -v batch="$rows"
+            [ "$rows" = "$("${PSQL[@]}" -c "SELECT batch FROM bench_params" 2>/dev/null || true)" ] || gen batch -v batch="$rows"
             out=$SDIR/k${KEYS}_${b}_$(tr ' ' '_' <<<"$apps")
-            KEYS=$KEYS BATCH=$rows VERSIONS=1 GEN=0 APPROACHES=$apps OUT=$out "$HERE/run.sh" >&2
+            r=$ROUNDS
+            if [ "$ROUNDS" = 0 ] && [[ " $apps " == *" scd2 "* ]]; then
+                # scd2 and its floor read the same keys' pages: a cold first
+                # run would favour the second, so they get a warm-up and
+                # alternating rounds (BATCH_ROUNDS) even at this size
+                r=$(tr ' ' '\n' <<<"$BATCH_ROUNDS" | sed -n "s/^$b://p")
+                r=${r:-0}
+            fi
+            w=0; [ "$r" -gt 0 ] && w=1
+            KEYS=$KEYS BATCH=$rows VERSIONS=1 GEN=0 APPROACHES=$apps OUT=$out ROUNDS=$r WARMUP=$w "$HERE/run.sh" >&2
             # shellcheck disable=SC2086
             record "$b" "$rows" "$out" $apps
             cut -f2- "$out/verify.txt" | sed 's/ bad_is_current=0//' | sed "s/^/$b /" >>"$SDIR/k${KEYS}_signatures.txt"
