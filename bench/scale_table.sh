@@ -4,7 +4,8 @@
 # size, seconds per load and rows per second of scd2, the seeds' MERGE,
 # dbt's SQL and the floor (for the as-of shape: scd2.asof, the range join,
 # the floor), and the ratios.  The last line of a (size, shape, approach)
-# counts.
+# counts; a seconds field that is not a number (a load that failed, added
+# by hand: "failed: disk full") is printed as it is.
 set -euo pipefail
 CSV=${1:-$(dirname "$0")/out/scale/scale.csv}
 awk -F, '
@@ -12,8 +13,9 @@ NR == 1 { next }
 { k = $1 SUBSEP $2; t[k, $4] = $5; r[k, $4] = $6; rows[k] = $3; p[k, $4] = $7
   if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
 function h(x) { return x >= 1e6 ? sprintf("%gM", x / 1e6) : x >= 1e3 ? sprintf("%gk", x / 1e3) : x }
-function cell(k, a) { return ((k, a) in t) ? sprintf("%.2f s (%s/s)", t[k, a], h(int(r[k, a] / 1000) * 1000)) : "not run" }
-function ratio(k, a, b) { return ((k, a) in t && (k, b) in t && t[k, b] > 0) ? sprintf("%.2f", t[k, a] / t[k, b]) : "" }
+function num(k, a) { return ((k, a) in t) && t[k, a] ~ /^[0-9.]+$/ }
+function cell(k, a) { return !((k, a) in t) ? "not run" : num(k, a) ? sprintf("%.2f s (%s/s)", t[k, a], h(r[k, a] >= 1000 ? int(r[k, a] / 1000) * 1000 : r[k, a])) : t[k, a] }
+function ratio(k, a, b) { return (num(k, a) && num(k, b) && t[k, b] > 0) ? sprintf("%.2f", t[k, a] / t[k, b]) : "" }
 END {
     # sizes ascending within each shape, shapes in a fixed order
     split("first 200k 2M asof", shapes, " ")
