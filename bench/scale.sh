@@ -54,7 +54,8 @@
 #   GEN_DIM=1         0: keep the dim of an earlier run (its size unchecked)
 #   GEN_COPIES=1      0: keep dim_seed / dim_dbt when they are the copies a
 #                     group needs (to resume a run)
-#   ONLY_GROUPS       the approach groups to run, e.g. "seeds:seed dbt:dbt"
+#   ONLY_GROUPS       the approach groups to run, ";" between them, e.g.
+#                     "seeds:seed;dbt:dbt" or "scd2 dbt floor:dbt"
 #                     (approaches:copies; default all)
 # Peak private memory (RssAnon) of every load is sampled (MEMORY=1): the
 # server must run on this machine.
@@ -135,7 +136,7 @@ if [ ${#BATCHES[@]} -gt 0 ] || [[ " $SHAPES " == *" asof "* ]]; then
     log "dimension: $("${PSQL[@]}" -c "SELECT pg_size_pretty(pg_total_relation_size('dim')) || ' (heap ' || pg_size_pretty(pg_relation_size('dim')) || ')'")"
 fi
 if [ ${#BATCHES[@]} -gt 0 ]; then
-    [ -n "${ONLY_GROUPS:-}" ] && read -r -a GROUPS_ <<<"$ONLY_GROUPS"
+    [ -n "${ONLY_GROUPS:-}" ] && IFS=";" read -r -a GROUPS_ <<<"$ONLY_GROUPS"
     for g in "${GROUPS_[@]}"; do
         apps=${g%%:*} copies=${g#*:}
         if [ -n "$copies" ]; then
