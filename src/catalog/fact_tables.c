@@ -385,12 +385,15 @@ scd2_fact_append_valid_at(StringInfo buf, const Scd2FactRegistration *f, const c
 }
 
 /*
- * The facts whose surrogate key is not the version valid at their time:
- * the fact's version (v, by surrogate key) gives its business key, and e
- * is that key's version valid at the fact's time.  Columns: the fact's
- * surrogate key, its time, the expected surrogate key (NULL: no version
- * valid then, or the fact's surrogate key names no version).  The caller
- * is connected to SPI.
+ * The facts whose surrogate key is not the version valid at their time.
+ * A business key's versions do not overlap, so a fact is right exactly
+ * when its own version (v, by surrogate key) is valid at its time: one
+ * join by surrogate key decides every fact (the filter below it, on f and
+ * v alone), and only the wrong ones are joined to the version of v's
+ * business key valid at their time (e), which a range join does for every
+ * fact.  Columns: the fact's surrogate key, its time, the expected
+ * surrogate key (NULL: no version valid then, the fact's time is NULL, or
+ * its surrogate key names no version).  The caller is connected to SPI.
  */
 static char *
 fact_mismatch_sql(const Scd2FactRegistration *f)
@@ -409,7 +412,9 @@ fact_mismatch_sql(const Scd2FactRegistration *f)
 	scd2_fact_append_key_eq(&sql, f, "e", "v", false);
 	appendStringInfoString(&sql, " AND ");
 	scd2_fact_append_valid_at(&sql, f, "e", "f");
-	appendStringInfo(&sql, " WHERE f.%s IS NOT NULL AND f.%s IS DISTINCT FROM e.%s", fsk, fsk, dsk);
+	appendStringInfo(&sql, " WHERE f.%s IS NOT NULL AND (", fsk);
+	scd2_fact_append_valid_at(&sql, f, "v", "f");
+	appendStringInfoString(&sql, ") IS NOT TRUE");
 	return sql.data;
 }
 
