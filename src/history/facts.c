@@ -40,6 +40,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
@@ -65,6 +66,7 @@ require_privilege(Oid rel, Oid role, AclMode mode, const char *what, const char 
 typedef struct RekeyRuns
 {
 	Datum		run_ids;		/* int8[]; (Datum) 0: none */
+	Datum		reverted;		/* int8[]: those of them reverted since */
 	int64		newest;
 	int64		unreadable;		/* the first run whose log is pruned or was not kept; 0: none */
 	bool		pruned;			/* ... pruned (else not kept) */
@@ -86,7 +88,9 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
 					  " pg_catalog.max(GREATEST(r.run_id, r.reverted_by)),"
 					  " pg_catalog.min(r.run_id) FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL),"
 					  " (pg_catalog.array_agg(r.pruned_at IS NOT NULL ORDER BY r.run_id)"
-					  "   FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL))[1]"
+					  "   FILTER (WHERE NOT r.logged OR r.pruned_at IS NOT NULL))[1],"
+					  " COALESCE(pg_catalog.array_agg(r.run_id) FILTER (WHERE r.reverted_by IS NOT NULL),"
+					  "  CAST('{}' AS pg_catalog.int8[]))"
 					  " FROM scd2.change_log_runs r WHERE r.dimension OPERATOR(pg_catalog.=) $1"
 					  "  AND GREATEST(r.run_id, r.reverted_by) OPERATOR(pg_catalog.>) $2",
 					  2, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the runs since the last re-keying");
@@ -98,54 +102,76 @@ read_runs(const Scd2FactRegistration *f, RekeyRuns *r)
 	r->unreadable = isnull ? 0 : DatumGetInt64(d);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
 	r->pruned = !isnull && DatumGetBool(d);
+	r->reverted = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull), false, -1);
 }
 
 /*
- * The surrogate keys whose versions the runs moved, each with its business
- * key from the change log where it has one (NULL: a batch's closed
- * version, still in the dimension) and whether facts before the version's
- * new start can have become wrong, as int8[], jsonb[] and bool[]; false:
- * none.  The versions a run inserted count only once it is reverted (they
- * are deleted then); until then no fact keyed before the run names them.
- * A version a run closed, deleted or shortened kept its start: only its
- * facts from its new end on can be wrong; one it extended or gave new
- * Type 1 values keeps every fact it had: none can; anything else (a
- * removed version, every version of a reverted run) is probed on both
- * sides of its range now.  The business key is passed only for those:
- * a version probed on one side is still in the dimension (had a later
- * run removed it, or a revert deleted it, that run's row, probed on both
- * sides, would stand for it).
+ * The surrogate keys whose versions the runs moved, each once, in order
+ * (so that their facts' index is probed in its order), in the MOVED_*
+ * arrays below, or false: none.  The
+ * versions a run inserted count only once it is reverted (they are
+ * deleted then); until then no fact keyed before the run names them.  A
+ * version a run closed, deleted or shortened kept its start: only its
+ * facts from its new end on can be wrong, and the change log has that end
+ * (the earliest, when several runs moved it: a later run that extended it
+ * again only widens what is compared); one it extended or gave new Type 1
+ * values keeps every fact it had: none can.  Anything else (a removed
+ * version, every version of a reverted run) is probed on both sides of its
+ * range as the dimension has it now, with its business key from the change
+ * log in case it is gone.  A version probed on one side is still in the
+ * dimension: had a later run removed it, or a revert deleted it, that
+ * run's row, probed on both sides, would stand for it.  Read as the
+ * extension owner: scd2's own tables only.
  */
-static bool
-moved_keys(Datum run_ids, Datum *sks, Datum *bks, Datum *befores)
-{
-	Oid			argtypes[1] = {INT8ARRAYOID};
-	Datum		values[1] = {run_ids};
-	bool		isnull;
-	Datum		d;
+#define MOVED_ONE_SK	0		/* int8[]: probed on one side */
+#define MOVED_ONE_END	1		/* timestamptz[]: its new end, encoded */
+#define MOVED_BOTH_SK	2		/* int8[]: probed on both sides of its range */
+#define MOVED_BOTH_BK	3		/* jsonb[]: its business key */
+#define MOVED_N			4
 
-	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(x.sk), pg_catalog.array_agg(x.bk), pg_catalog.array_agg(x.b) FROM ("
-							   " SELECT y.sk, CASE WHEN y.b THEN y.bk END AS bk, y.b FROM ("
-							   " SELECT c.surrogate_key AS sk, c.business_key AS bk,"
-							   "  r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_CLOSE ", " WT_ACT_DELETE ", " WT_ACT_SHORTEN ") AS b"
-							   "   FROM scd2.change_log c JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) c.run_id"
-							   "  WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1) AND c.surrogate_key IS NOT NULL"
-							   "    AND (NOT c.inserted OR r.reverted_by IS NOT NULL)"
-							   "    AND (r.reverted_by IS NOT NULL OR c.action NOT IN (" WT_ACT_EXTEND ", " WT_ACT_TYPE1 "))) y"
-							   "%s) x",
+static bool
+moved_keys(const RekeyRuns *runs, Datum *moved)
+{
+	Oid			argtypes[2] = {INT8ARRAYOID, INT8ARRAYOID};
+	Datum		values[2] = {runs->run_ids, runs->reverted};
+	bool		isnull;
+	bool		any = false;
+	int			nest = NewGUCNestLevel();
+
+	/* one sort groups and orders them (a hash spilled, then sorted again) */
+	scd2_set_local("enable_hashagg", "off");
+	scd2_exec_catalog(psprintf("SELECT pg_catalog.array_agg(g.sk) FILTER (WHERE NOT g.b), pg_catalog.array_agg(g.e) FILTER (WHERE NOT g.b),"
+							   "  pg_catalog.array_agg(g.sk) FILTER (WHERE g.b), pg_catalog.array_agg(g.bk) FILTER (WHERE g.b) FROM ("
+							   " SELECT x.sk, pg_catalog.bool_or(x.b) AS b,"
+							   "  (pg_catalog.array_agg(x.bk) FILTER (WHERE x.b))[1] AS bk, pg_catalog.min(x.e) AS e FROM ("
+							   " SELECT y.sk, CASE WHEN y.b OR y.e IS NULL THEN y.bk END AS bk, y.b OR y.e IS NULL AS b, y.e FROM ("
+							   "  SELECT c.surrogate_key AS sk, c.business_key AS bk, c.valid_to AS e,"
+							   "   c.run_id OPERATOR(pg_catalog.=) ANY ($2) OR c.action NOT IN (" WT_ACT_CLOSE ", " WT_ACT_DELETE ", " WT_ACT_SHORTEN ") AS b"
+							   "    FROM scd2.change_log c"
+							   "   WHERE c.run_id OPERATOR(pg_catalog.=) ANY ($1) AND c.surrogate_key IS NOT NULL"
+							   "     AND (NOT c.inserted OR c.run_id OPERATOR(pg_catalog.=) ANY ($2))"
+							   "     AND (c.run_id OPERATOR(pg_catalog.=) ANY ($2) OR c.action NOT IN (" WT_ACT_EXTEND ", " WT_ACT_TYPE1 "))) y"
+							   "%s) x GROUP BY x.sk ORDER BY x.sk) g",
 							   scd2_installed("change_log_batches", NULL) ?
-							   " UNION ALL SELECT u.sk, NULL, false FROM scd2.change_log_batches b,"
-							   "  ROWS FROM (pg_catalog.unnest(b.surrogate_keys), pg_catalog.unnest(b.actions)) AS u(sk, act)"
+							   " UNION ALL SELECT u.sk, NULL, u.e IS NULL, u.e FROM scd2.change_log_batches b,"
+							   "  ROWS FROM (pg_catalog.unnest(b.surrogate_keys), pg_catalog.unnest(b.actions), pg_catalog.unnest(b.valid_to)) AS u(sk, act, e)"
 							   "  WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1)"
 							   "    AND u.act OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'd']::pg_catalog.\"char\"[])" : ""),
-					  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the versions the runs moved");
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
-		return false;
-	*sks = datumCopy(d, false, -1);
-	*bks = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull), false, -1);
-	*befores = datumCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull), false, -1);
-	return true;
+					  2, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the versions the runs moved");
+	AtEOXact_GUC(true, nest);
+	for (int i = 0; i < MOVED_N; i++)
+	{
+		moved[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+		if (isnull)
+			moved[i] = PointerGetDatum(construct_empty_array(i == MOVED_ONE_SK || i == MOVED_BOTH_SK ? INT8OID :
+															 i == MOVED_ONE_END ? TIMESTAMPTZOID : JSONBOID));
+		else
+		{
+			moved[i] = datumCopy(moved[i], false, -1);
+			any = true;
+		}
+	}
+	return any;
 }
 
 /* The business key columns of alias a, as a select list (a NULL: k1, k2, ...). */
@@ -188,6 +214,29 @@ expected_sql(const Scd2FactRegistration *f, const char *kalias, bool positional)
 }
 
 /*
+ * The same for a fact of moved version m.s (m as rekey_moved_sql's):
+ * the business key is m's (k1, k2, ...) for a version probed on both
+ * sides, else that of version m.s, which is still in the dimension --
+ * looked up only for the facts found.
+ */
+static char *
+expected_moved_sql(const Scd2FactRegistration *f)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CASE WHEN m.b THEN %s ELSE (SELECT e.%s FROM %s w, %s e WHERE w.%s OPERATOR(pg_catalog.=) m.s AND ",
+					 expected_sql(f, "m", true), quote_identifier(f->dim_reg->surrogate_key),
+					 scd2_relation_display_name(f->dim), scd2_relation_display_name(f->dim),
+					 quote_identifier(f->dim_reg->surrogate_key));
+	scd2_fact_append_key_eq(&buf, f, "e", "w", false);
+	appendStringInfoString(&buf, " AND ");
+	scd2_fact_append_valid_at(&buf, f, "e", "f");
+	appendStringInfoString(&buf, ") END");
+	return buf.data;
+}
+
+/*
  * The key columns of the moved versions: from the dimension's row (alias
  * v) when it is still there, else from the change log's business key
  * (alias j).
@@ -209,16 +258,32 @@ key_list_either(const Scd2FactRegistration *f)
 	return buf.data;
 }
 
+/* NULL for each key column (the one-sided versions' m rows). */
+static char *
+key_nulls(const Scd2FactRegistration *f)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < list_length(f->dim_reg->business_key); i++)
+		appendStringInfoString(&buf, ", NULL");
+	return buf.data;
+}
+
 /*
- * The UPDATE of the facts with the moved surrogate keys ($1 int8[], $2
- * jsonb[], $3 bool[]: whether facts before the range can be wrong).  A fact of a moved version that is still inside the version's
- * range now, [lo, hi), is still right: only the facts before lo and from
- * hi on (every fact of a version that is gone: lo = infinity, hi NULL)
- * are compared with the version valid at their time.  When the fact's
- * time has the validity's type, the two sides of the range are each a
- * range condition on the fact's (surrogate key, time) index that
- * register_fact makes -- one probe per side (s.after), which a load that
- * closes versions after all their facts finds empty -- else a filter.
+ * The UPDATE of the facts of the moved versions (the MOVED_* arrays, $1 to
+ * $4, in their order).  m has one row per moved version: s its surrogate key, b whether
+ * it is probed on both sides, [lo, hi) its range -- for one probed on both
+ * sides, as the dimension has it now (lo = infinity, hi NULL: gone), with
+ * its business key k1, k2, ...; for one probed on one side, hi the new end
+ * the change log has, so that the dimension is not read for the many
+ * versions a load closed.  A fact of a moved version still inside
+ * [lo, hi) is still right: only the facts before lo and from hi on are
+ * compared with the version valid at their time.  When the fact's time
+ * has the validity's type, the two sides of the range are each a range
+ * condition on the fact's (surrogate key, time) index that register_fact
+ * makes -- one probe per side (s.after), which a load that closes versions
+ * after all their facts finds empty -- else a filter.
  */
 static char *
 rekey_moved_sql(const Scd2FactRegistration *f)
@@ -232,7 +297,7 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 	Oid			ftypid = get_atttype(f->fact, get_attnum(f->fact, f->time));
 	char	   *vtype = format_type_be_qualified(vtypid);
 	char	   *inf = psprintf("CAST('infinity' AS %s)", vtype);
-	char	   *expected = expected_sql(f, "m", true);
+	char	   *expected = expected_moved_sql(f);
 	char	   *sides;
 
 	if (ftypid == vtypid)
@@ -258,20 +323,20 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 						 "  AND ((m.b AND %s OPERATOR(pg_catalog.<) m.lo) OR %s OPERATOR(pg_catalog.>=) m.hi)",
 						 fsk, t, t);
 	}
-	return psprintf("WITH a AS (SELECT DISTINCT ON (x.sk) x.sk, x.bk, x.b"
-					"   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[]),"
-					"    pg_catalog.unnest($3::pg_catalog.bool[])) AS x(sk, bk, b)"
-					"  ORDER BY x.sk, x.b DESC, x.bk NULLS LAST),"
-					" m(s, b, lo, hi%s) AS (SELECT a.sk, a.b, COALESCE(v.%s, %s),"
+	return psprintf("WITH m(s, b, lo, hi%s) AS (SELECT a.sk, true, COALESCE(v.%s, %s),"
 					"   CASE WHEN v.%s IS NOT NULL THEN COALESCE(v.%s, %s) END%s"
-					"  FROM a LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
+					"  FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int8[]), pg_catalog.unnest($4::pg_catalog.jsonb[])) AS a(sk, bk)"
+					"  LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
 					"  LEFT JOIN LATERAL (SELECT * FROM pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk)"
 					"    WHERE v.%s IS NULL) j ON true"
-					"  WHERE v.%s IS NOT NULL OR a.bk IS NOT NULL)"
+					"  WHERE v.%s IS NOT NULL OR a.bk IS NOT NULL"
+					"  UNION ALL SELECT a.sk, false, NULL, %s%s"
+					"  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS a(sk, e))"
 					" UPDATE %s f SET %s = %s FROM m%s"
 					"  AND f.%s IS DISTINCT FROM %s",
 					key_list(f, NULL), vf, inf, dsk, vt, inf, key_list_either(f),
 					dim, dsk, dim, dsk, dsk,
+					scd2_changelog_decode_sql(vtypid, "a.e"), key_nulls(f),
 					scd2_relation_display_name(f->fact), fsk, expected, sides,
 					fsk, expected);
 }
@@ -303,8 +368,8 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 	char	   *fname = scd2_relation_display_name(f->fact);
 	RekeyRuns	runs;
 	int64		changed = 0;
-	Datum		values[3];
-	Oid			argtypes[3] = {INT8ARRAYOID, JSONBARRAYOID, BOOLARRAYOID};
+	Datum		values[MOVED_N];
+	Oid			argtypes[MOVED_N] = {INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, JSONBARRAYOID};
 	char	   *sql = NULL;
 	int			nest;
 
@@ -320,12 +385,14 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 						   runs.pruned ? "pruned" : "loaded with scd2.change_log = off"),
 				 errhint("Run SELECT * FROM scd2.check_facts('%s') to see the facts keyed to the wrong version, and SELECT scd2.rekey_facts('%s', full => true), which compares every fact.",
 						 fname, fname)));
-	else if (runs.run_ids != (Datum) 0 && moved_keys(runs.run_ids, &values[0], &values[1], &values[2]))
+	else if (runs.run_ids != (Datum) 0 && moved_keys(&runs, values))
 		sql = rekey_moved_sql(f);
 
 	if (sql != NULL)
 	{
 		nest = NewGUCNestLevel();
+		/* a plan over many moved versions is costed high, but runs in a second or so */
+		scd2_set_local("jit", "off");
 		/* the facts of the moved versions through the fact's index, one probe each */
 		if (!full)
 		{
@@ -333,7 +400,7 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 			scd2_set_local("enable_mergejoin", "off");
 			scd2_set_local("enable_seqscan", "off");
 		}
-		changed = (int64) scd2_exec_as_owner(owner, sql, full ? 0 : 3, argtypes, values, false,
+		changed = (int64) scd2_exec_as_owner(owner, sql, full ? 0 : MOVED_N, argtypes, values, false,
 											 SPI_OK_UPDATE, "re-keying facts",
 											 psprintf("scd2: re-keying the facts of %s", fname));
 		AtEOXact_GUC(true, nest);
