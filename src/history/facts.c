@@ -341,7 +341,12 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 					fsk, expected);
 }
 
-/* The UPDATE of every fact (full => true): each fact's version gives its business key. */
+/*
+ * The UPDATE of every fact (full => true): each fact's version (v) gives
+ * its business key, and a fact inside its version's range is right (a
+ * key's versions do not overlap), so only the others look up the version
+ * valid at their time.
+ */
 static char *
 rekey_full_sql(const Scd2FactRegistration *f)
 {
@@ -349,10 +354,14 @@ rekey_full_sql(const Scd2FactRegistration *f)
 	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
 	const char *fsk = quote_identifier(f->sk);
 	char	   *expected = expected_sql(f, "v", false);
+	StringInfoData buf;
 
-	return psprintf("UPDATE %s f SET %s = %s FROM %s v"
-					" WHERE v.%s OPERATOR(pg_catalog.=) f.%s AND f.%s IS DISTINCT FROM %s",
-					scd2_relation_display_name(f->fact), fsk, expected, dim, dsk, fsk, fsk, expected);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "UPDATE %s f SET %s = %s FROM %s v WHERE v.%s OPERATOR(pg_catalog.=) f.%s AND (",
+					 scd2_relation_display_name(f->fact), fsk, expected, dim, dsk, fsk);
+	scd2_fact_append_valid_at(&buf, f, "v", "f");
+	appendStringInfo(&buf, ") IS NOT TRUE AND f.%s IS DISTINCT FROM %s", fsk, expected);
+	return buf.data;
 }
 
 /*
