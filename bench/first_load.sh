@@ -141,8 +141,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 memory_sampler_stop
-median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
-           awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+median() { median_times "$OUT/times.csv" "$1" | cut -d' ' -f1; }
 {
     echo "# first load: rows=$ROWS rounds=$ROUNDS ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, shared_buffers=$("${PSQL[@]}" -c 'SHOW shared_buffers') work_mem=$("${PSQL[@]}" -c 'SHOW work_mem') maintenance_work_mem=$("${PSQL[@]}" -c 'SHOW maintenance_work_mem'))"
     printf '%-8s %10s %s\n' approach median_s all_rounds_s

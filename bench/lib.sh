@@ -1,5 +1,8 @@
-# bench/lib.sh -- what bench/run.sh and bench/first_load.sh share: the
-# verification pass and the plans pass over their approaches.  Sourced;
+# bench/lib.sh -- what bench/run.sh, bench/first_load.sh and bench/scale.sh
+# share: the verification pass and the plans pass over their approaches,
+# the median of a times.csv, the throwaway cluster's start (also
+# bench/scaling.sh) and gnuplot (bench/plot.sh, bench/plot_scale.sh).
+# Sourced;
 # the caller defines log, run_one APP VERIFY EXPLAIN (one load, rolled
 # back; with VERIFY=1 its last line is the dimension's signature), the
 # array APPS and OUT, and passes the function that resets the table an
@@ -84,4 +87,30 @@ peak_mb() {   # APP
     awk -v app="$1" 'NR == FNR { if ($1 == app) want[$2] = 1; next }
                      ($1 in want) && $2 > m { m = $2 }
                      END { if (m) printf "%d\n", m / 1024 }' "$OUT/pids.txt" "$OUT/peaks.txt"
+}
+
+# The median of the seconds (third field) of APP's lines in a times.csv
+# (round,approach,seconds,...), and how many there were: "median n"; an
+# empty line when there are none.
+median_times() {   # times.csv app
+    grep ",$2," "$1" | cut -d, -f3 | sort -g |
+        awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2] " " NR; else printf "%.4f %d\n", (a[NR / 2] + a[NR / 2 + 1]) / 2, NR }'
+}
+
+# With SETTINGS set: start the benchmark's own throwaway cluster
+# (bench/cluster.sh, its DIR and PORT), point libpq at it and stop it when
+# the script exits.  HERE is the bench directory.
+start_own_cluster() {
+    [ -n "${SETTINGS:-}" ] || return 0
+    eval "$(SETTINGS=$SETTINGS "$HERE/cluster.sh" start)"
+    export PGHOST PGPORT PGUSER
+    trap 'SETTINGS=$SETTINGS "$HERE/cluster.sh" stop' EXIT
+}
+
+# gnuplot, installed when missing and this is root on Debian; else false
+# (the caller says so and leaves the CSV unplotted).
+have_gnuplot() {
+    command -v gnuplot >/dev/null && return 0
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || return 1
+    apt-get install -y gnuplot-nox >/dev/null
 }

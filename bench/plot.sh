@@ -5,13 +5,11 @@
 set -euo pipefail
 CSV=$1
 PNG=$2
-if ! command -v gnuplot >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get install -y gnuplot-nox >/dev/null
-    else
-        echo "gnuplot is missing (apt-get install gnuplot-nox); CSV is $CSV" >&2
-        exit 0
-    fi
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+if ! have_gnuplot; then
+    echo "gnuplot is missing (apt-get install gnuplot-nox); CSV is $CSV" >&2
+    exit 0
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -210,8 +210,7 @@ done
 
 # --- summary ---------------------------------------------------------------------
 memory_sampler_stop
-median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
-           awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+median() { median_times "$OUT/times.csv" "$1" | cut -d' ' -f1; }
 # the reference of the ratios: scd2, else the floor, else the first approach
 ref=${APPS[0]}
 for app in floor scd2; do

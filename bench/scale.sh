@@ -61,11 +61,9 @@
 # server must run on this machine.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -n "${SETTINGS:-}" ]; then
-    eval "$(SETTINGS=$SETTINGS "$HERE/cluster.sh" start)"
-    export PGHOST PGPORT PGUSER
-    trap 'SETTINGS=$SETTINGS "$HERE/cluster.sh" stop' EXIT
-fi
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+start_own_cluster
 KEYS=${KEYS:-1000000}
 SHAPES=${SHAPES:-"first 200k 2M asof"}
 FACTS=${FACTS:-10000000}
@@ -93,22 +91,14 @@ log "scale: keys=$KEYS shapes='$SHAPES' rounds=$ROUNDS; $(nproc) cores, $(free -
     "disk $(df -h "${DIR:-/}" | awk 'NR == 2 { print $4 " free of " $2 }'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 "${PSQL[@]}" -c "SELECT 'server ' || version()" -c "SELECT string_agg(name || '=' || current_setting(name), ' ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'maintenance_work_mem', 'max_wal_size', 'huge_pages', 'max_parallel_workers_per_gather')" >&2
 
-# median of a times.csv's runs of APP, and how many there were
-median_of() {   # times.csv app
-    grep ",$2," "$1" | cut -d, -f3 | sort -g |
-        awk '{ a[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print a[(NR + 1) / 2] " " NR; else printf "%.4f %d\n", (a[NR / 2] + a[NR / 2 + 1]) / 2, NR }'
-}
 record() {   # shape rows out-dir approaches...
     local shape=$1 rows=$2 out=$3 app m n; shift 3
     for app in "$@"; do
-        read -r m n <<<"$(median_of "$out/times.csv" "$app")"
+        read -r m n <<<"$(median_times "$out/times.csv" "$app")"
         [ -n "$m" ] || continue
         echo "$KEYS,$shape,$rows,$app,$m,$(awk -v r="$rows" -v s="$m" 'BEGIN { printf "%d", r / s }'),$(OUT=$out peak_mb "$app"),$n,$DATE" >>"$CSV"
     done
 }
-# shellcheck source=bench/lib.sh
-. "$HERE/lib.sh"
-
 # --- the first load -------------------------------------------------------------
 if [[ " $SHAPES " == *" first "* ]]; then
     t=$(date +%s)

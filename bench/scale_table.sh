@@ -3,7 +3,9 @@
 # Markdown, from the CSV bench/scale.sh writes: per shape and dimension
 # size, seconds per load and rows per second of scd2, the seeds' MERGE,
 # dbt's SQL and the floor (for the as-of shape: scd2.asof, the range join,
-# the floor), and the ratios.  The last line of a (size, shape, approach)
+# the floor), and the ratios; then the growth table: each shape and
+# approach's seconds at every size, and how many times the smallest
+# size's time the largest's is.  The last line of a (size, shape, approach)
 # counts; a seconds field that is not a number (a load that failed, added
 # by hand: "failed: disk full") is printed as it is.
 set -euo pipefail
@@ -45,6 +47,33 @@ END {
         printf "| asof | %s | %s | %s | %s | %s | %s | %s | %s |\n", h(ks[i]), h(rows[k]),
             cell(k, "asof"), cell(k, "range"), cell(k, "floor"), ratio(k, "asof", "range"), ratio(k, "asof", "floor"),
             ((k, "asof") in p && p[k, "asof"] != "") ? p[k, "asof"] " MB" : ""
+    }
+    delete ks
+    growth()
+}
+# seconds by size for each shape and approach, and largest / smallest
+function growth(   i, j, f, nz, sz, hdr, sep, s, a, line, first, last, apps, na, seen_sz, k) {
+    nz = 0
+    for (i = 1; i <= n; i++) { split(order[i], f, SUBSEP); if (!((f[1] + 0) in seen_sz)) { seen_sz[f[1] + 0] = 1; sz[++nz] = f[1] + 0 } }
+    asort_n(sz, nz)
+    hdr = "| shape, approach"; sep = "| ---"
+    for (i = 1; i <= nz; i++) { hdr = hdr " | " h(sz[i]); sep = sep " | ---:" }
+    print ""
+    print hdr " | largest ÷ smallest size |"
+    print sep " | ---: |"
+    split("first 200k 2M asof", shapes, " ")
+    for (s = 1; s <= 4; s++) {
+        na = split(shapes[s] == "asof" ? "asof range floor" : "scd2 seeds dbt floor", apps, " ")
+        for (a = 1; a <= na; a++) {
+            line = "| " shapes[s] ", " apps[a]; first = ""; last = ""
+            for (i = 1; i <= nz; i++) {
+                k = sz[i] SUBSEP shapes[s]
+                if (num(k, apps[a])) { line = line sprintf(" | %.2f", t[k, apps[a]]); if (first == "") first = t[k, apps[a]]; last = t[k, apps[a]] }
+                else line = line " | " (((k, apps[a]) in t) ? t[k, apps[a]] : "")
+            }
+            if (first == "") continue
+            print line " | " ((first > 0 && last != first) ? sprintf("%.1fx", last / first) : "") " |"
+        }
     }
 }
 function asort_n(a, m,   i, j, x) {

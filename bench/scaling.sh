@@ -16,11 +16,9 @@
 #   PLOT=1                  0: no plot (CSV only)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -n "${SETTINGS:-}" ]; then
-    eval "$(SETTINGS=$SETTINGS "$HERE/cluster.sh" start)"
-    export PGHOST PGPORT PGUSER
-    trap 'SETTINGS=$SETTINGS "$HERE/cluster.sh" stop' EXIT
-fi
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+start_own_cluster
 KEYS=${KEYS:-1000000}
 BATCHES=${BATCHES:-"20000 200000 2000000"}
 DEPTHS=${DEPTHS-"1 10"}
