@@ -246,5 +246,63 @@ SELECT count(*) AS log_differences FROM (
    SELECT action, inserted, surrogate_key, business_key, valid_from, valid_to FROM scd2.change_log
     WHERE run_id = :run_inf)) d;
 
+-- 11. Without a delete column, the dimension's unique index on the key
+--     stands for the check that every key has one staging row: a key with
+--     two rows (two instants: history) makes the first load roll back and
+--     take the general path.  Rows, metrics and audit row are the twin's;
+--     the indexes are the ones from before, whether the first load had
+--     dropped them to build them again (20,001 rows) or kept them (101);
+--     no trace of the attempt (one audit row, one run).
+CREATE TABLE stg_rep (id int, name text, changed_at timestamptz);
+INSERT INTO stg_rep SELECT k, 'n' || k, '2024-01-01' FROM generate_series(1, 20000) k ORDER BY hashint4(k);
+INSERT INTO stg_rep VALUES (77, 'later', '2024-03-01');
+CREATE TABLE stg_rep_small AS SELECT * FROM stg_rep WHERE id <= 100;
+CREATE TABLE rep (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, name text,
+                  valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
+CREATE TABLE rep_small (LIKE rep INCLUDING IDENTITY);
+CREATE TABLE rep_twin (LIKE rep INCLUDING IDENTITY);
+SELECT scd2.register('rep', ARRAY['id'], effective_column => 'changed_at', surrogate_key_column => 'sk');
+SELECT scd2.register('rep_small', ARRAY['id'], effective_column => 'changed_at', surrogate_key_column => 'sk',
+                     order_free => false);
+SELECT scd2.register('rep_twin', ARRAY['id'], effective_column => 'changed_at', surrogate_key_column => 'sk');
+CREATE TRIGGER keep_row BEFORE INSERT ON rep_twin FOR EACH ROW EXECUTE FUNCTION keep_row();
+CREATE TEMP TABLE rep_before AS
+SELECT i.indrelid::regclass::text AS tbl, c.relname::text AS name, c.oid AS idx_oid
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE i.indrelid IN ('rep'::regclass, 'rep_small'::regclass);
+CALL scd2.apply('stg_rep', 'rep') \gset
+CALL scd2.apply('stg_rep', 'rep_twin') \gset
+CALL scd2.apply('stg_rep_small', 'rep_small') \gset
+SELECT * FROM scd2_test.last_metrics('rep');
+SELECT * FROM scd2_test.last_metrics('rep_twin');
+SELECT * FROM scd2_test.last_metrics('rep_small');
+SELECT scd2_test.invariants('rep'), scd2_test.invariants('rep_small');
+SELECT count(*) AS differences FROM (
+  (SELECT id, name, valid_from, valid_to FROM rep EXCEPT SELECT id, name, valid_from, valid_to FROM rep_twin)
+  UNION ALL
+  (SELECT id, name, valid_from, valid_to FROM rep_twin EXCEPT SELECT id, name, valid_from, valid_to FROM rep)) d;
+SELECT id, name, valid_from, valid_to FROM rep WHERE id = 77 ORDER BY valid_from;
+SELECT id, name, valid_from, valid_to FROM rep_small WHERE id = 77 ORDER BY valid_from;
+SELECT b.tbl, b.name, b.idx_oid = c.oid AS same_index FROM rep_before b
+  LEFT JOIN pg_class c ON c.relname = b.name AND c.relnamespace = 'first'::regnamespace ORDER BY b.tbl, b.name;
+SELECT dimension, count(*) AS audit_rows FROM scd2.audit_log
+ WHERE dimension IN ('first.rep', 'first.rep_small') GROUP BY dimension ORDER BY dimension;
+SELECT count(*) AS runs FROM scd2.change_log_runs WHERE dimension IN ('rep'::regclass, 'rep_small'::regclass);
+--     one row per key: the first load itself (a run with first_load_rows)
+CREATE TABLE rep_one (LIKE rep INCLUDING IDENTITY);
+SELECT scd2.register('rep_one', ARRAY['id'], effective_column => 'changed_at', surrogate_key_column => 'sk');
+DELETE FROM stg_rep WHERE name = 'later';
+CALL scd2.apply('stg_rep', 'rep_one') \gset
+SELECT first_load_rows FROM scd2.change_log_runs WHERE dimension = 'rep_one'::regclass;
+--     a unique violation that is not a repeated key (a user's own unique
+--     index) is the load's error after the general path, nothing written
+CREATE TABLE rep_u (LIKE rep INCLUDING IDENTITY);
+CREATE UNIQUE INDEX rep_u_name ON rep_u (name);
+SELECT scd2.register('rep_u', ARRAY['id'], effective_column => 'changed_at', surrogate_key_column => 'sk');
+UPDATE stg_rep SET name = 'same' WHERE id IN (5, 6);
+CALL scd2.apply('stg_rep', 'rep_u') \gset
+SELECT count(*) AS rep_u_rows FROM rep_u;
+SELECT count(*) AS rep_u_runs FROM scd2.change_log_runs WHERE dimension = 'rep_u'::regclass;
+
 SET client_min_messages = warning;
 DROP SCHEMA first CASCADE;

@@ -43,6 +43,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -58,7 +59,9 @@ static void check_request(const Scd2LoadRequest *req);
 static void become_owner(const Scd2LoadRequest *req, OwnerContext *oc);
 static void open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st,
 					  OwnerContext *oc);
-static bool validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m);
+static bool validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m, bool ask_several);
+static void first_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st);
+static bool first_load_or_repeats(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st);
 static bool classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res,
 							   LoadState *st, bool several);
 static void close_load(LoadState *st, OwnerContext *oc);
@@ -76,6 +79,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	LoadState	st;
 	OwnerContext oc;
 	Scd2Metrics *m = &res->metrics;
+	bool		first;			/* the dimension is empty: a first load */
+	bool		by_index;		/* its unique index finds a repeated key */
 	bool		several;		/* some key has several staging rows */
 	bool		fed;			/* the write returned the feed (17+) */
 
@@ -83,24 +88,27 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	check_request(req);
 	become_owner(req, &oc);
 	open_load(req, res, &st, &oc);
-	several = validate(req, &st, m);
+	first = scd2_first_load_applies(&st, req->dry_run);
+	by_index = first && scd2_first_load_index_finds_repeats(&st);
+	several = validate(req, &st, m, !by_index);
 
 	/*
 	 * 4-6 of a first load into an empty dimension (first_load.c): every
 	 * row is a new key, written by one INSERT without a change table; an
 	 * order-free dimension then remembers what its versions do not show
-	 * (arrival.c).
+	 * (arrival.c).  When the dimension's unique index stands for the
+	 * check that no key has several rows, a key that has falls back to
+	 * the general path, which the check then asks for.
 	 */
-	if (scd2_first_load_applies(&st, req->dry_run, several))
-	{
-		scd2_progress_phase(SCD2_PROGRESS_FIRST_LOAD, 0, m->source_rows, 0, m->source_rows);
-		scd2_first_load(&st, m, req->want_feed ? res->feed : NULL, res->feed_desc);
-		if (st.cfg->order_free)
-			scd2_arrival_first_load(&st);
+	if (first && !several && m->source_rows > 0 &&
+		(by_index ? first_load_or_repeats(req, res, &st) : (first_load(req, res, &st), true)))
 		fed = true;
-	}
 	else
+	{
+		if (by_index)
+			(void) scd2_validate_staging(&st, &several);
 		fed = classify_and_write(req, res, &st, several);
+	}
 
 	/* 6. */
 	if (req->want_feed && !fed)
@@ -207,17 +215,20 @@ open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerC
 		use_extract_rows(cfg, req->extract);
 }
 
-/* 3. The staging rows; returns whether some key has several. */
+/*
+ * 3. The staging rows; returns whether some key has several (false when
+ * not asked: a plainer scan).
+ */
 static bool
-validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m)
+validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m, bool ask_several)
 {
 	const Scd2Config *cfg = st->cfg;
-	bool		several;
+	bool		several = false;
 
 	scd2_progress_begin(req->dim_oid, req->stg_oid);
 	scd2_progress_phase(SCD2_PROGRESS_VALIDATING, 0, -1, -1, -1);
 	scd2_check_conversions(st);
-	m->source_rows = scd2_validate_staging(st, &several);
+	m->source_rows = scd2_validate_staging(st, ask_several ? &several : NULL);
 	st->source_rows = m->source_rows;
 	scd2_validate_sequence(st);
 	if (cfg->infinity)
@@ -227,6 +238,62 @@ validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m)
 		!scd2_allow_empty_snapshot)
 		refuse_empty_snapshot(cfg);
 	return several;
+}
+
+/* 4-6 of a first load (first_load.c; arrival.c for an order-free dimension). */
+static void
+first_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st)
+{
+	scd2_progress_phase(SCD2_PROGRESS_FIRST_LOAD, 0, res->metrics.source_rows, 0, res->metrics.source_rows);
+	scd2_first_load(st, &res->metrics, req->want_feed ? res->feed : NULL, res->feed_desc);
+	if (st->cfg->order_free)
+		scd2_arrival_first_load(st);
+}
+
+/*
+ * The first load in a subtransaction, its unique index standing for the
+ * check that no key has several staging rows: true when it is done; false
+ * when the index found a repeated key (a unique violation), everything it
+ * did rolled back.  Any other error is the load's.
+ */
+static bool
+first_load_or_repeats(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st)
+{
+	MemoryContext ctx = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	Scd2Metrics before = res->metrics;
+	volatile bool done = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(ctx);
+	PG_TRY();
+	{
+		first_load(req, res, st);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(ctx);
+		CurrentResourceOwner = owner;
+		done = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(ctx);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(ctx);
+		CurrentResourceOwner = owner;
+		scd2_progress_count_done();
+		/* (rolled back first: a caller's own subtransaction is then the current one) */
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		res->metrics = before;
+		st->run_id = 0;
+	}
+	PG_END_TRY();
+	return done;
 }
 
 /*

@@ -30,6 +30,15 @@
  * staging rows, a dimension that is not a plain table, has rules, row
  * security, or a user trigger that fires on INSERT or UPDATE (a MERGE
  * fires UPDATE statement triggers too), and any database with Citus.
+ *
+ * Whether a key has several staging rows is a sort of every key (the
+ * validation's count of distinct keys: at 10M rows and work_mem 4MB a
+ * spilled sort of several seconds).  When every staging row is written
+ * (no delete column) and the dimension has the unique index on its
+ * business key that scd2.register made, the load leaves that check to the
+ * index, which it keeps up to date or builds again anyway, as the floor
+ * of a first load does: a key with several rows fails it, and the driver
+ * (driver.c) rolls the first load back and takes the general path.
  */
 #include "scd2.h"
 
@@ -102,19 +111,20 @@ has_rows(LoadState *st, Snapshot snap)
 }
 
 /*
- * Whether this load is a first load (see the file's comment).  The
- * dimension is empty for the load's snapshot and for the latest one (in a
+ * Whether this load is a first load (see the file's comment), before its
+ * staging rows are validated: the caller checks after that there are
+ * rows, and that no key has several (or leaves that to the index,
+ * scd2_first_load_index_finds_repeats).  The dimension is empty for the load's snapshot and for the latest one (in a
  * REPEATABLE READ transaction the load's snapshot can be older than the
  * lock), and no writer can add a row until the load's transaction ends.
  */
 bool
-scd2_first_load_applies(LoadState *st, bool dry_run, bool several)
+scd2_first_load_applies(LoadState *st, bool dry_run)
 {
 	Snapshot	latest;
 	bool		empty;
 
-	if (dry_run || several || st->source_rows == 0 ||
-		scd2_citus_installed() || !plain_dimension(st->cfg->dim_oid))
+	if (dry_run || scd2_citus_installed() || !plain_dimension(st->cfg->dim_oid))
 		return false;
 	if (has_rows(st, st->snap))
 		return false;
@@ -122,6 +132,34 @@ scd2_first_load_applies(LoadState *st, bool dry_run, bool several)
 	empty = !has_rows(st, latest);
 	UnregisterSnapshot(latest);
 	return empty;
+}
+
+/*
+ * Whether a key with several staging rows makes the first load fail with a
+ * unique violation (see the file's comment): every staging row is written,
+ * and scd2.register made a unique index on exactly the business key (the
+ * current-row index; its predicate holds for every row a first load
+ * writes).
+ */
+bool
+scd2_first_load_index_finds_repeats(LoadState *st)
+{
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1];
+
+	if (st->cfg->del_col != NULL || st->cfg->reg->created_indexes == (Datum) 0)
+		return false;
+	/* $2 ($1 is the load's effective_at): the registry's created_indexes */
+	values[0] = st->cfg->reg->created_indexes;
+	scd2_load_exec_args(st, psprintf("SELECT 1 FROM pg_catalog.pg_index i"
+									 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
+									 " WHERE i.indrelid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
+									 " AND c.relname OPERATOR(pg_catalog.=) ANY ($2)"
+									 " AND i.indisunique AND i.indisvalid AND i.indisready"
+									 " AND i.indnkeyatts OPERATOR(pg_catalog.=) %d LIMIT 1",
+									 st->cfg->dim_oid, st->cfg->nkeys),
+						1, types, values, SPI_OK_SELECT, "finding the dimension's unique key index");
+	return SPI_processed > 0;
 }
 
 /* The indexes scd2.register created on the dimension, as they are now. */

@@ -86,7 +86,8 @@ extern void scd2_citus_fill_images(LoadState *st);
 extern bool scd2_citus_write(LoadState *st, int64 total_changes, bool want_feed);
 
 /* first_load.c */
-extern bool scd2_first_load_applies(LoadState *st, bool dry_run, bool several);
+extern bool scd2_first_load_applies(LoadState *st, bool dry_run);
+extern bool scd2_first_load_index_finds_repeats(LoadState *st);
 extern void scd2_first_load(LoadState *st, Scd2Metrics *m, Tuplestorestate *store,
 							TupleDesc desc);
 
