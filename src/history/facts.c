@@ -214,29 +214,6 @@ expected_sql(const Scd2FactRegistration *f, const char *kalias, bool positional)
 }
 
 /*
- * The same for a fact of moved version m.s (m as rekey_moved_sql's):
- * the business key is m's (k1, k2, ...) for a version probed on both
- * sides, else that of version m.s, which is still in the dimension --
- * looked up only for the facts found.
- */
-static char *
-expected_moved_sql(const Scd2FactRegistration *f)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "CASE WHEN m.b THEN %s ELSE (SELECT e.%s FROM %s w, %s e WHERE w.%s OPERATOR(pg_catalog.=) m.s AND ",
-					 expected_sql(f, "m", true), quote_identifier(f->dim_reg->surrogate_key),
-					 scd2_relation_display_name(f->dim), scd2_relation_display_name(f->dim),
-					 quote_identifier(f->dim_reg->surrogate_key));
-	scd2_fact_append_key_eq(&buf, f, "e", "w", false);
-	appendStringInfoString(&buf, " AND ");
-	scd2_fact_append_valid_at(&buf, f, "e", "f");
-	appendStringInfoString(&buf, ") END");
-	return buf.data;
-}
-
-/*
  * The key columns of the moved versions: from the dimension's row (alias
  * v) when it is still there, else from the change log's business key
  * (alias j).
@@ -258,47 +235,21 @@ key_list_either(const Scd2FactRegistration *f)
 	return buf.data;
 }
 
-/* NULL for each key column (the one-sided versions' m rows). */
-static char *
-key_nulls(const Scd2FactRegistration *f)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int i = 0; i < list_length(f->dim_reg->business_key); i++)
-		appendStringInfoString(&buf, ", NULL");
-	return buf.data;
-}
-
 /*
- * The UPDATE of the facts of the moved versions (the MOVED_* arrays, $1 to
- * $4, in their order).  m has one row per moved version: s its surrogate key, b whether
- * it is probed on both sides, [lo, hi) its range -- for one probed on both
- * sides, as the dimension has it now (lo = infinity, hi NULL: gone), with
- * its business key k1, k2, ...; for one probed on one side, hi the new end
- * the change log has, so that the dimension is not read for the many
- * versions a load closed.  A fact of a moved version still inside
- * [lo, hi) is still right: only the facts before lo and from hi on are
- * compared with the version valid at their time.  When the fact's time
- * has the validity's type, the two sides of the range are each a range
- * condition on the fact's (surrogate key, time) index that register_fact
- * makes -- one probe per side (s.after), which a load that closes versions
- * after all their facts finds empty -- else a filter.
+ * The conditions that put a fact f of moved version m.s outside m's range
+ * [m.lo, m.hi) now, on the sides m.b says (true: both; false: only from
+ * m.hi on): a fact still inside its version's range is still right.  When
+ * the fact's time has the validity's type, the two sides of the range are
+ * each a range condition on the fact's (surrogate key, time) index that
+ * register_fact makes -- one probe per side (s.after), which a load that
+ * closes versions after all their facts finds empty -- else a filter.
  */
 static char *
-rekey_moved_sql(const Scd2FactRegistration *f)
+sides_sql(const Scd2FactRegistration *f, Oid vtypid)
 {
-	const char *dim = scd2_relation_display_name(f->dim);
 	const char *fsk = quote_identifier(f->sk);
-	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
-	const char *vf = quote_identifier(f->dim_reg->valid_from);
-	const char *vt = quote_identifier(f->dim_reg->valid_to);
-	Oid			vtypid = get_atttype(f->dim, get_attnum(f->dim, f->dim_reg->valid_from));
 	Oid			ftypid = get_atttype(f->fact, get_attnum(f->fact, f->time));
 	char	   *vtype = format_type_be_qualified(vtypid);
-	char	   *inf = psprintf("CAST('infinity' AS %s)", vtype);
-	char	   *expected = expected_moved_sql(f);
-	char	   *sides;
 
 	if (ftypid == vtypid)
 	{
@@ -307,38 +258,81 @@ rekey_moved_sql(const Scd2FactRegistration *f)
 			"m.lo OPERATOR(pg_catalog.-) CAST('1 microsecond' AS pg_catalog.interval)";
 		const char *t = psprintf("f.%s", quote_identifier(f->time));
 
-		sides = psprintf(" CROSS JOIN (VALUES (false), (true)) AS s(after)"
-						 " WHERE f.%s OPERATOR(pg_catalog.=) m.s"
-						 "  AND %s OPERATOR(pg_catalog.>=) CASE WHEN s.after THEN m.hi ELSE CAST('-infinity' AS %s) END"
-						 "  AND %s OPERATOR(pg_catalog.<=) CASE WHEN s.after THEN %s ELSE %s END"
-						 "  AND (s.after OR m.b)",
-						 fsk, t, vtype, t, inf, before);
+		return psprintf(" CROSS JOIN (VALUES (false), (true)) AS s(after)"
+						" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
+						"  AND %s OPERATOR(pg_catalog.>=) CASE WHEN s.after THEN m.hi ELSE CAST('-infinity' AS %s) END"
+						"  AND %s OPERATOR(pg_catalog.<=) CASE WHEN s.after THEN CAST('infinity' AS %s) ELSE %s END"
+						"  AND (s.after OR m.b)",
+						fsk, t, vtype, t, vtype, before);
 	}
-	else
-	{
-		char	   *t = psprintf("CAST(CAST(f.%s AS pg_catalog.timestamptz) AS %s)",
-								 quote_identifier(f->time), vtype);
+	return psprintf(" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
+					"  AND ((m.b AND CAST(CAST(f.%s AS pg_catalog.timestamptz) AS %s) OPERATOR(pg_catalog.<) m.lo)"
+					"   OR CAST(CAST(f.%s AS pg_catalog.timestamptz) AS %s) OPERATOR(pg_catalog.>=) m.hi)",
+					fsk, quote_identifier(f->time), vtype, quote_identifier(f->time), vtype);
+}
 
-		sides = psprintf(" WHERE f.%s OPERATOR(pg_catalog.=) m.s"
-						 "  AND ((m.b AND %s OPERATOR(pg_catalog.<) m.lo) OR %s OPERATOR(pg_catalog.>=) m.hi)",
-						 fsk, t, t);
-	}
+/*
+ * The UPDATE of the facts of the versions probed on both sides
+ * (MOVED_BOTH_SK, MOVED_BOTH_BK as $1, $2): m has each one's range as the
+ * dimension has it now (lo = infinity, hi NULL: gone) and its business key
+ * k1, k2, ... (from the dimension's row, or the change log's for a version
+ * that is gone).
+ */
+static char *
+rekey_both_sql(const Scd2FactRegistration *f)
+{
+	const char *dim = scd2_relation_display_name(f->dim);
+	const char *dsk = quote_identifier(f->dim_reg->surrogate_key);
+	const char *vf = quote_identifier(f->dim_reg->valid_from);
+	const char *vt = quote_identifier(f->dim_reg->valid_to);
+	Oid			vtypid = get_atttype(f->dim, get_attnum(f->dim, f->dim_reg->valid_from));
+	char	   *inf = psprintf("CAST('infinity' AS %s)", format_type_be_qualified(vtypid));
+	char	   *expected = expected_sql(f, "m", true);
+
 	return psprintf("WITH m(s, b, lo, hi%s) AS (SELECT a.sk, true, COALESCE(v.%s, %s),"
 					"   CASE WHEN v.%s IS NOT NULL THEN COALESCE(v.%s, %s) END%s"
-					"  FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int8[]), pg_catalog.unnest($4::pg_catalog.jsonb[])) AS a(sk, bk)"
+					"  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.jsonb[])) AS a(sk, bk)"
 					"  LEFT JOIN %s v ON v.%s OPERATOR(pg_catalog.=) a.sk"
 					"  LEFT JOIN LATERAL (SELECT * FROM pg_catalog.jsonb_populate_record(CAST(NULL AS %s), a.bk)"
 					"    WHERE v.%s IS NULL) j ON true"
-					"  WHERE v.%s IS NOT NULL OR a.bk IS NOT NULL"
-					"  UNION ALL SELECT a.sk, false, NULL, %s%s"
-					"  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS a(sk, e))"
+					"  WHERE v.%s IS NOT NULL OR a.bk IS NOT NULL)"
 					" UPDATE %s f SET %s = %s FROM m%s"
 					"  AND f.%s IS DISTINCT FROM %s",
 					key_list(f, NULL), vf, inf, dsk, vt, inf, key_list_either(f),
 					dim, dsk, dim, dsk, dsk,
-					scd2_changelog_decode_sql(vtypid, "a.e"), key_nulls(f),
-					scd2_relation_display_name(f->fact), fsk, expected, sides,
-					fsk, expected);
+					scd2_relation_display_name(f->fact), quote_identifier(f->sk), expected, sides_sql(f, vtypid),
+					quote_identifier(f->sk), expected);
+}
+
+/*
+ * The UPDATE of the facts of the versions probed on one side, from their
+ * new end on (MOVED_ONE_SK, MOVED_ONE_END as $1, $2): the end the change
+ * log has, so that the dimension is not read for the many versions a load
+ * closed; each found fact's business key is that of its version, still in
+ * the dimension (w), looked up only for the facts found.
+ */
+static char *
+rekey_one_sql(const Scd2FactRegistration *f)
+{
+	const char *dim = scd2_relation_display_name(f->dim);
+	Oid			vtypid = get_atttype(f->dim, get_attnum(f->dim, f->dim_reg->valid_from));
+	StringInfoData expected;
+
+	initStringInfo(&expected);
+	appendStringInfo(&expected, "(SELECT e.%s FROM %s w, %s e WHERE w.%s OPERATOR(pg_catalog.=) m.s AND ",
+					 quote_identifier(f->dim_reg->surrogate_key), dim, dim,
+					 quote_identifier(f->dim_reg->surrogate_key));
+	scd2_fact_append_key_eq(&expected, f, "e", "w", false);
+	appendStringInfoString(&expected, " AND ");
+	scd2_fact_append_valid_at(&expected, f, "e", "f");
+	appendStringInfoString(&expected, ")");
+	return psprintf("WITH m(s, b, lo, hi) AS (SELECT a.sk, false, CAST(NULL AS %s), %s"
+					"  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.timestamptz[])) AS a(sk, e))"
+					" UPDATE %s f SET %s = %s FROM m%s"
+					"  AND f.%s IS DISTINCT FROM %s",
+					format_type_be_qualified(vtypid), scd2_changelog_decode_sql(vtypid, "a.e"),
+					scd2_relation_display_name(f->fact), quote_identifier(f->sk), expected.data,
+					sides_sql(f, vtypid), quote_identifier(f->sk), expected.data);
 }
 
 /*
@@ -365,6 +359,31 @@ rekey_full_sql(const Scd2FactRegistration *f)
 }
 
 /*
+ * One UPDATE of fact table f as its owner: sql with no parameters, or
+ * with the MOVED_* arrays first and second as $1 and $2 (of types types);
+ * none when the first is empty.  Returns the facts changed.
+ */
+static int64
+update_facts(const Scd2FactRegistration *f, Oid owner, const char *sql, const Datum *moved,
+			 const Oid *types, int first, int second)
+{
+	Datum		values[2];
+
+	if (moved != NULL)
+	{
+		if (ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(moved[first])),
+						   ARR_DIMS(DatumGetArrayTypeP(moved[first]))) == 0)
+			return 0;
+		values[0] = moved[first];
+		values[1] = moved[second];
+	}
+	return (int64) scd2_exec_as_owner(owner, sql, moved != NULL ? 2 : 0, types, values, false,
+									  SPI_OK_UPDATE, "re-keying facts",
+									  psprintf("scd2: re-keying the facts of %s",
+											   scd2_relation_display_name(f->fact)));
+}
+
+/*
  * Re-key fact table f (owned by owner) after the runs since its last one:
  * the facts of the versions they moved (full: every fact), as the fact
  * table's owner; the fact table's last run advanced.  The caller has
@@ -377,15 +396,11 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 	char	   *fname = scd2_relation_display_name(f->fact);
 	RekeyRuns	runs;
 	int64		changed = 0;
-	Datum		values[MOVED_N];
-	Oid			argtypes[MOVED_N] = {INT8ARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, JSONBARRAYOID};
-	char	   *sql = NULL;
+	Datum		moved[MOVED_N];
 	int			nest;
 
 	read_runs(f, &runs);
-	if (full)
-		sql = rekey_full_sql(f);
-	else if (runs.unreadable != 0)
+	if (!full && runs.unreadable != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot re-key fact table %s from the change log", fname),
@@ -394,26 +409,24 @@ rekey(const Scd2FactRegistration *f, Oid owner, bool full)
 						   runs.pruned ? "pruned" : "loaded with scd2.change_log = off"),
 				 errhint("Run SELECT * FROM scd2.check_facts('%s') to see the facts keyed to the wrong version, and SELECT scd2.rekey_facts('%s', full => true), which compares every fact.",
 						 fname, fname)));
-	else if (runs.run_ids != (Datum) 0 && moved_keys(&runs, values))
-		sql = rekey_moved_sql(f);
 
-	if (sql != NULL)
+	nest = NewGUCNestLevel();
+	/* a plan over many moved versions is costed high, but runs in a second or so */
+	scd2_set_local("jit", "off");
+	if (full)
+		changed = update_facts(f, owner, rekey_full_sql(f), NULL, NULL, 0, 0);
+	else if (runs.run_ids != (Datum) 0 && moved_keys(&runs, moved))
 	{
-		nest = NewGUCNestLevel();
-		/* a plan over many moved versions is costed high, but runs in a second or so */
-		scd2_set_local("jit", "off");
 		/* the facts of the moved versions through the fact's index, one probe each */
-		if (!full)
-		{
-			scd2_set_local("enable_hashjoin", "off");
-			scd2_set_local("enable_mergejoin", "off");
-			scd2_set_local("enable_seqscan", "off");
-		}
-		changed = (int64) scd2_exec_as_owner(owner, sql, full ? 0 : MOVED_N, argtypes, values, false,
-											 SPI_OK_UPDATE, "re-keying facts",
-											 psprintf("scd2: re-keying the facts of %s", fname));
-		AtEOXact_GUC(true, nest);
+		scd2_set_local("enable_hashjoin", "off");
+		scd2_set_local("enable_mergejoin", "off");
+		scd2_set_local("enable_seqscan", "off");
+		changed = update_facts(f, owner, rekey_both_sql(f), moved, (Oid[]) {INT8ARRAYOID, JSONBARRAYOID},
+							   MOVED_BOTH_SK, MOVED_BOTH_BK) +
+			update_facts(f, owner, rekey_one_sql(f), moved, (Oid[]) {INT8ARRAYOID, TIMESTAMPTZARRAYOID},
+						 MOVED_ONE_SK, MOVED_ONE_END);
 	}
+	AtEOXact_GUC(true, nest);
 	if (runs.newest != f->last_run)
 		scd2_fact_set_last_run(f->fact, runs.newest);
 	return changed;
