@@ -17,7 +17,14 @@
 #   KEYS=1000000 BATCH=200000 CHANGED=0.10 NEW=0.05   bench/gen.sql's data
 #   SHARDS=32   shards of the distributed dimension (Citus's default count)
 #   ROUNDS=3    timed rounds; the three loads alternate order each round
-#   GEN=1       0: keep the data of a previous run
+#   GEN=1       0: keep the data of a previous run; batch: keep the
+#               dimension, build a new batch of BATCH rows (bench/gen.sql
+#               part=batch) on both sides
+#   FACTS=0     > 0: also the as-of lookup of FACTS facts (fact_stg: fid,
+#               customer_id, ts; distributed and co-located with dim on
+#               Citus), ROUNDS times each, alternating: scd2.asof against
+#               the half-open range join, each INSERT ... SELECT into a fact
+#               table (co-located on Citus), on both sides
 #   OUT=bench/out/citus-k<KEYS>_b<BATCH>
 #
 # The loads (each in a transaction that is rolled back, the dimension
@@ -28,7 +35,10 @@
 #   citus_coloc  staging distributed by customer_id, co-located with dim
 # and, untimed in the loads, the image read alone on both (the versions of
 # the staged keys copied into a temporary table: what a Citus load reads
-# before it classifies, load_citus.c).  Every load's metrics must agree.
+# before it classifies, load_citus.c).  Every load's metrics must agree,
+# and one more load of each (rolled back) must leave the same dimension:
+# a signature of every row but its surrogate key (count and a sum of row
+# hashes, computed on the shards) compared across the three.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +51,7 @@ NEW=${NEW:-0.05}
 SHARDS=${SHARDS:-32}
 ROUNDS=${ROUNDS:-3}
 GEN=${GEN:-1}
+FACTS=${FACTS:-0}
 OUT=${OUT:-$HERE/out/citus-k${KEYS}_b${BATCH}}
 EFF='2026-11-30 12:00:00+00'
 mkdir -p "$OUT"
@@ -79,6 +90,20 @@ CREATE TABLE stg_coloc (LIKE stg);
 SELECT create_distributed_table('stg_coloc', 'customer_id', colocate_with => 'dim');
 INSERT INTO stg_coloc SELECT * FROM stg;
 VACUUM ANALYZE dim;
+VACUUM ANALYZE stg_coloc;
+SQL
+elif [ "$GEN" = batch ]; then
+    for dsn in "$SINGLE_DSN" "$CITUS_DSN"; do
+        log "generating batch=$BATCH on $dsn"
+        on "$dsn" -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS stg_coloc" >/dev/null
+        on "$dsn" -v keys="$KEYS" -v versions=1 -v layout=key -v batch="$BATCH" -v changed="$CHANGED" \
+            -v new="$NEW" -v deleted=0 -v use_scd2=1 -v no_overlap=0 -v part=batch -f "$HERE/gen.sql" >/dev/null
+    done
+    on "$CITUS_DSN" >/dev/null <<SQL
+SET client_min_messages = warning;
+CREATE TABLE stg_coloc (LIKE stg);
+SELECT create_distributed_table('stg_coloc', 'customer_id', colocate_with => 'dim');
+INSERT INTO stg_coloc SELECT * FROM stg;
 VACUUM ANALYZE stg_coloc;
 SQL
 fi
@@ -133,10 +158,76 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 
-median() { grep ",$1," "$OUT/times.csv" | cut -d, -f3 | sort -g |
-           awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# One more load of each, rolled back: the dimension it leaves, as "count
+# hash-sum" of every row without its surrogate key (summed on the shards).
+signature() {
+    on "$(dsn_of "$1")" -F' ' <<SQL | tail -n 1
+SET client_min_messages = warning;
+BEGIN;
+CALL scd2.apply('$(stg_of "$1")', 'dim', effective_at => '$EFF') \g /dev/null
+SELECT count(*), sum(('x' || left(md5((to_jsonb(d) - 'customer_sk')::text), 15))::bit(60)::bigint) FROM dim d;
+ROLLBACK;
+SQL
+}
+for app in "${APPS[@]}"; do
+    sig=$(signature "$app"); reset_dim "$app"
+    echo "0,verify_$app,0,$sig" >>"$OUT/times.csv"
+    log "verify $(printf '%-12s' "$app") rows and hash-sum: $sig"
+done
+
+# The as-of lookup (FACTS > 0): the facts keyed by scd2.asof and by the
+# range join, into a fact table, on both sides.
+if [ "$FACTS" -gt 0 ]; then
+    for side in single citus; do
+        dsn=$(dsn_of "$side")
+        log "generating $FACTS facts on $side"
+        on "$dsn" >/dev/null <<SQL
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS fact_stg, fact_out;
+CREATE TABLE fact_stg (fid bigint, customer_id bigint, ts timestamptz);
+CREATE TABLE fact_out (fid bigint, customer_sk bigint);
+$( [ "$side" = citus ] && echo "SELECT create_distributed_table('fact_stg', 'customer_id', colocate_with => 'dim');
+SELECT create_distributed_table('fact_out', 'fid');" )
+INSERT INTO fact_stg SELECT g, 1 + (hashint8(g) & 2147483647) % $KEYS,
+       timestamptz '2020-01-01 UTC' + ((hashint8(-g) & 2147483647) % 200000000) * interval '1 second'
+  FROM generate_series(1, $FACTS) g;
+VACUUM ANALYZE fact_stg;
+SQL
+    done
+    asof_one() {   # side how: "seconds keyed"
+        local join="LEFT JOIN dim d ON d.customer_id = f.customer_id AND d.valid_from <= f.ts AND (d.valid_to IS NULL OR f.ts < d.valid_to)"
+        local sel
+        case $2 in
+            asof) sel="SELECT f.fid, scd2.asof('dim', f.ts, f.customer_id) FROM fact_stg f" ;;
+            range) sel="SELECT f.fid, d.customer_sk FROM fact_stg f $join" ;;
+        esac
+        on "$(dsn_of "$1")" -F' ' <<SQL | tail -n 1
+SET client_min_messages = warning;
+TRUNCATE fact_out;
+SELECT clock_timestamp() AS t0 \gset
+INSERT INTO fact_out $sel;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz), 4),
+       (SELECT count(customer_sk) || '/' || count(*) || ':' || sum(customer_sk) FROM fact_out);
+SQL
+    }
+    for ((r = 1; r <= ROUNDS; r++)); do
+        order=(single:asof single:range citus:asof citus:range)
+        [ $((r % 2)) = 0 ] && order=(citus:range citus:asof single:range single:asof)
+        for x in "${order[@]}"; do
+            read -r s k <<<"$(asof_one "${x%%:*}" "${x##*:}")"
+            echo "$r,asof_${x%%:*}_${x##*:},$s,keyed=$k" >>"$OUT/times.csv"
+            log "round $r  asof $(printf '%-14s' "$x") $s s  keyed $k"
+        done
+    done
+fi
+
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+median() { median_times "$OUT/times.csv" "$1" | cut -d' ' -f1; }
 ref=$(median single)
 nmetrics=$(grep -E ',(single|citus_local|citus_coloc),' "$OUT/times.csv" | cut -d, -f4 | sort -u | wc -l)
+nsigs=$(grep ',verify_' "$OUT/times.csv" | cut -d, -f4 | sort -u | wc -l)
+nkeyed=$(grep ',asof_' "$OUT/times.csv" | cut -d, -f4 | sort -u | wc -l)
 {
     echo "# $COMPOSITION; $CITUS; shards=$SHARDS rounds=$ROUNDS ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
     printf '%-18s %10s %9s %s\n' load median_s x_single all_rounds_s
@@ -150,5 +241,20 @@ nmetrics=$(grep -E ',(single|citus_local|citus_coloc),' "$OUT/times.csv" | cut -
     else
         echo "METRICS DIFFER between the loads (see times.csv)"
     fi
+    if [ "$nsigs" = 1 ]; then
+        echo "every load leaves the same dimension (rows, hash-sum): $(grep ',verify_single,' "$OUT/times.csv" | cut -d, -f4)"
+    else
+        echo "THE DIMENSIONS DIFFER after the loads (see times.csv)"
+    fi
+    if [ "$FACTS" -gt 0 ]; then
+        for x in single_asof single_range citus_asof citus_range; do
+            m=$(median "asof_$x")
+            printf '%-18s %10s %9s %s\n' "asof_$x" "$m" "$(awk -v a="$m" -v b="$(median asof_single_range)" 'BEGIN { printf "%.2f", a / b }')" \
+                "$(grep ",asof_$x," "$OUT/times.csv" | cut -d, -f3 | paste -sd' ')"
+        done
+        echo "(as-of: x single is against the single node's range join)"
+        if [ "$nkeyed" = 1 ]; then echo "every lookup keyed the same facts: $(grep ',asof_single_range,' "$OUT/times.csv" | head -1 | cut -d, -f4)"
+        else echo "THE LOOKUPS KEYED DIFFERENT FACTS (see times.csv)"; fi
+    fi
 } | tee "$OUT/summary.txt"
-[ "$nmetrics" = 1 ]
+[ "$nmetrics" = 1 ] && [ "$nsigs" = 1 ] && { [ "$FACTS" = 0 ] || [ "$nkeyed" = 1 ]; }
