@@ -211,6 +211,23 @@ SELECT * FROM asof_map.check('asof_map.medium', 'SELECT generate_series(0, 28010
 RESET scd2.asof_map_memory;
 SELECT * FROM asof_map.check('asof_map.medium', 'SELECT generate_series(0, 28010, 5)', 'g.key');
 
+-- Dense keys (with holes) under a tight scd2.asof_map_memory: the index's
+-- ends say the keys are dense, so the map is built as slots from the start
+-- and fits (about 240kB); built as sorted int64 keys first, as before, the
+-- build would outgrow 320kB and be abandoned.
+CREATE TABLE asof_map.tight (
+    sk         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key        int NOT NULL,
+    valid_from timestamptz NOT NULL,
+    valid_to   timestamptz) WITH (autovacuum_enabled = off);
+SELECT scd2.register('asof_map.tight', ARRAY['key']);
+INSERT INTO asof_map.tight (key, valid_from)
+SELECT k, '2024-01-01' FROM generate_series(1, 20000) k WHERE k % 10 <> 3;
+ANALYZE asof_map.tight;
+SET scd2.asof_map_memory = '320kB';
+SELECT * FROM asof_map.check('asof_map.tight', 'SELECT generate_series(-1, 20002, 7)', 'g.key');
+RESET scd2.asof_map_memory;
+
 -- The setting: in kB like work_mem, at least 64kB; a smaller value is refused
 -- and leaves the setting as it was.
 SHOW scd2.asof_map_memory;

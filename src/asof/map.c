@@ -70,6 +70,8 @@ typedef struct AsofMap
 	int64		kmin;			/* MAP_KEYS_INT / DENSE: smallest and */
 	int64		kmax;			/* largest key */
 	uint32	   *first;			/* nkeys + 1 (DENSE: kmax - kmin + 2) */
+	int64		klast;			/* DENSE, building: the last key added */
+	uint32		dense_next;		/* DENSE, building: the first slot not set */
 
 	uint32		nversions;
 	uint32		maxversions;
@@ -106,7 +108,11 @@ typedef struct AsofMap
  *     family): the keys as int64, compared inline; and when they have few
  *     gaps (a table of kmax - kmin + 2 offsets takes no more memory than the
  *     keys and their offsets), no key array at all, the key's value minus
- *     kmin is its slot.  Any other key: a Datum array per column, values
+ *     kmin is its slot.  When the index's first and last keys (one probe
+ *     at each end) already say so, the table is built from the start, so
+ *     that the build never holds the keys as int64 too (at 10M keys 120 MB
+ *     that would pass the limit for a 125 MB map); else it replaces them
+ *     once the walk is complete.  Any other key: a Datum array per column, values
  *     passed by reference copied into one packed arena.
  *   - valid_from and the surrogate key: 32-bit offsets from the first value
  *     while every value fits (surrogate keys from a sequence, dates), else
@@ -340,7 +346,8 @@ emit_key(AsofCache *c, AsofMap *m, MemoryContext mapcxt, MapBuild *b)
 
 	if (n == 0)
 		return true;
-	m->first[m->nkeys - 1] = m->nversions;
+	if (m->form != MAP_KEYS_DENSE)	/* (a dense slot is set when its key is added) */
+		m->first[m->nkeys - 1] = m->nversions;
 
 	/* a descending valid_from column gave them latest first */
 	if (ScanDirectionIsForward(c->direction))
@@ -423,6 +430,8 @@ same_key(AsofCache *c, AsofMap *m, const Datum *values, int ilen)
 {
 	if (m->nkeys == 0)
 		return false;
+	if (m->form == MAP_KEYS_DENSE)
+		return int_value(values[0], ilen) == m->klast;
 	if (m->form == MAP_KEYS_INT)
 		return int_value(values[0], ilen) == m->ikeys[m->nkeys - 1];
 	for (int i = 0; i < c->nkeys; i++)
@@ -474,6 +483,22 @@ static bool
 add_key(AsofCache *c, AsofMap *m, MemoryContext mapcxt, MapBuild *b,
 		const Datum *values, int ilen)
 {
+	if (m->form == MAP_KEYS_DENSE)
+	{
+		int64		k = int_value(values[0], ilen);
+		uint32		slot;
+
+		/* outside the bounds probed before the walk: give up */
+		if (k < m->kmin || k > m->kmax)
+			return false;
+		/* its slot, and those of the absent keys before it, start here */
+		slot = (uint32) ((uint64) k - (uint64) m->kmin);
+		while (m->dense_next <= slot)
+			m->first[m->dense_next++] = m->nversions;
+		m->klast = k;
+		m->nkeys++;
+		return true;
+	}
 	if (m->nkeys + 1 >= m->maxkeys)
 	{
 		uint32		old = m->maxkeys;
@@ -563,6 +588,63 @@ map_add(AsofCache *c, AsofMap *m, MemoryContext mapcxt, MapBuild *b, AsofEntry *
 }
 
 /*
+ * The smallest and largest integer key of the as-of index visible to the
+ * scan's snapshot: its first entry from each end; false when there is none
+ * or an end holds a NULL key.
+ */
+static bool
+index_int_bounds(AsofCache *c, int ilen, int64 *lo, int64 *hi)
+{
+	bool		found = true;
+
+	for (int end = 0; end < 2 && found; end++)
+	{
+		IndexScanDesc scan = scd2_index_beginscan(c->heap, c->index, c->snapshot, 0, 0);
+		AsofEntry	e;
+
+		scan->xs_want_itup = c->index_only;
+		scd2_prepare_btree_scan(scan);
+		index_rescan(scan, NULL, 0, NULL, 0);
+		found = scd2_asof_next_entry(c, scan, end == 0 ? ForwardScanDirection : BackwardScanDirection,
+									 true, false, &e) && !e.isnull[0];
+		if (found)
+			*(end == 0 ? lo : hi) = int_value(e.values[0], ilen);
+		if (!c->index_only)
+			ExecClearTuple(c->slot);
+		index_endscan(scan);
+	}
+	return found;
+}
+
+/*
+ * Whether the map of an ascending integer key is built as a table of slots
+ * from the start (see "Compact as the data allows"): the index's ends give
+ * kmin and kmax, and the slots take no more memory than sorted keys and
+ * offsets would for the estimated rows (at least as many as keys).  Sets
+ * the form, the bounds and maxkeys (the slots).
+ */
+static bool
+dense_from_start(AsofCache *c, AsofMap *m, double est, int ilen)
+{
+	int64		lo,
+				hi;
+	uint64		range;
+
+	if (!index_int_bounds(c, ilen, &lo, &hi) || hi < lo)
+		return false;
+	range = (uint64) hi - (uint64) lo;
+	if (range >= PG_UINT32_MAX - 2 ||
+		sizeof(uint32) * (double) (range + 2) > (sizeof(int64) + sizeof(uint32)) * Max(est, 1.0))
+		return false;
+	m->form = MAP_KEYS_DENSE;
+	m->kmin = lo;
+	m->kmax = hi;
+	m->maxkeys = (uint32) (range + 2);
+	m->dense_next = 0;
+	return true;
+}
+
+/*
  * An empty map in mapcxt, its arrays sized for the dimension's estimated
  * rows (within the limit).  NULL when even that does not fit.
  */
@@ -615,13 +697,25 @@ map_create(AsofCache *c, MemoryContext mapcxt, Size limit, int *ilen)
 		}
 	}
 
-	m->maxkeys = (uint32) Min(Max(est / 2, 1024), (double) (limit / 64) + 1024);
-	m->maxversions = (uint32) Min(est * 1.05 + 1024, (double) (limit / 32) + 1024);
-	ok = (m->first = map_alloc(m, mapcxt, sizeof(uint32) * m->maxkeys)) != NULL;
-	if (ok && m->form == MAP_KEYS_INT)
-		ok = (m->ikeys = map_alloc(m, mapcxt, sizeof(int64) * m->maxkeys)) != NULL;
-	for (int i = 0; ok && m->form == MAP_KEYS_DATUM && i < c->nkeys; i++)
-		ok = (m->dkeys[i] = map_alloc(m, mapcxt, sizeof(Datum) * m->maxkeys)) != NULL;
+	if (m->form == MAP_KEYS_INT && !m->desc && dense_from_start(c, m, est, *ilen))
+		ok = (m->first = map_alloc(m, mapcxt, sizeof(uint32) * m->maxkeys)) != NULL;
+	else
+	{
+		m->maxkeys = (uint32) Min(Max(est / 2, 1024), (double) (limit / 64) + 1024);
+		ok = (m->first = map_alloc(m, mapcxt, sizeof(uint32) * m->maxkeys)) != NULL;
+		if (ok && m->form == MAP_KEYS_INT)
+			ok = (m->ikeys = map_alloc(m, mapcxt, sizeof(int64) * m->maxkeys)) != NULL;
+		for (int i = 0; ok && m->form == MAP_KEYS_DATUM && i < c->nkeys; i++)
+			ok = (m->dkeys[i] = map_alloc(m, mapcxt, sizeof(Datum) * m->maxkeys)) != NULL;
+	}
+
+	/*
+	 * Room for the estimated versions at once, if the limit has it: growing
+	 * an array later needs the old and the new one at the same time.
+	 */
+	m->maxversions = (uint32) Min(est * 1.05 + 1024,
+								  Max((double) (m->limit - Min(m->bytes, m->limit)) / (2 * sizeof(int32) + 0.125),
+									  1024.0));
 	if (ok)
 		ok = (m->vf.v32 = map_alloc(m, mapcxt, sizeof(int32) * m->maxversions)) != NULL &&
 			(m->sk.v32 = map_alloc(m, mapcxt, sizeof(int32) * m->maxversions)) != NULL &&
@@ -708,14 +802,25 @@ map_finish(AsofCache *c, AsofMap *m, MemoryContext mapcxt)
 {
 	uint32		maxv = m->maxversions;
 
-	m->first[m->nkeys] = m->nversions;
-	map_trim(m, (void **) &m->first, sizeof(uint32) * m->maxkeys, sizeof(uint32) * (m->nkeys + 1));
-	if (m->form == MAP_KEYS_INT)
-		map_trim(m, (void **) &m->ikeys, sizeof(int64) * m->maxkeys, sizeof(int64) * m->nkeys);
+	if (m->form == MAP_KEYS_DENSE)
+	{
+		/* the slots after the last key, and the end */
+		uint32		nslots = (uint32) ((uint64) m->kmax - (uint64) m->kmin) + 2;
+
+		while (m->dense_next < nslots)
+			m->first[m->dense_next++] = m->nversions;
+	}
 	else
-		for (int i = 0; i < c->nkeys; i++)
-			map_trim(m, (void **) &m->dkeys[i], sizeof(Datum) * m->maxkeys, sizeof(Datum) * m->nkeys);
-	m->maxkeys = m->nkeys + 1;
+	{
+		m->first[m->nkeys] = m->nversions;
+		map_trim(m, (void **) &m->first, sizeof(uint32) * m->maxkeys, sizeof(uint32) * (m->nkeys + 1));
+		if (m->form == MAP_KEYS_INT)
+			map_trim(m, (void **) &m->ikeys, sizeof(int64) * m->maxkeys, sizeof(int64) * m->nkeys);
+		else
+			for (int i = 0; i < c->nkeys; i++)
+				map_trim(m, (void **) &m->dkeys[i], sizeof(Datum) * m->maxkeys, sizeof(Datum) * m->nkeys);
+		m->maxkeys = m->nkeys + 1;
+	}
 	packed_trim(m, &m->vf, maxv, m->nversions);
 	packed_trim(m, &m->sk, maxv, m->nversions);
 	map_trim(m, (void **) &m->vt_bits, sizeof(uint64) * ((maxv + 63) / 64),
