@@ -226,8 +226,8 @@ fi
 median() { median_times "$OUT/times.csv" "$1" | cut -d' ' -f1; }
 ref=$(median single)
 nmetrics=$(grep -E ',(single|citus_local|citus_coloc),' "$OUT/times.csv" | cut -d, -f4 | sort -u | wc -l)
-nsigs=$(grep ',verify_' "$OUT/times.csv" | cut -d, -f4 | sort -u | wc -l)
-nkeyed=$(grep ',asof_' "$OUT/times.csv" | cut -d, -f4 | sort -u | wc -l)
+nsigs=$({ grep ',verify_' "$OUT/times.csv" || true; } | cut -d, -f4 | sort -u | wc -l)
+nkeyed=$({ grep ',asof_' "$OUT/times.csv" || true; } | cut -d, -f4 | sort -u | wc -l)
 {
     echo "# $COMPOSITION; $CITUS; shards=$SHARDS rounds=$ROUNDS ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
     printf '%-18s %10s %9s %s\n' load median_s x_single all_rounds_s
