@@ -282,6 +282,58 @@ SELECT scd2.revert(max(run_id)) IS NOT NULL AS reverted FROM scd2.audit_log WHER
 SELECT count(*) FILTER (WHERE is_inferred) AS inferred_again FROM inf.rdim;
 RESET ROLE;
 
+-- scd2.merge's change feed has a row for each version the load completes
+-- in place: action 'complete', the inferred version's surrogate key, its
+-- valid_from after the completion (key 3's moved back to its record),
+-- current; before the other rows of its version (key 4's later change
+-- closes it).  The rows of scd2.changes, and as many as the metric
+-- completed.  A dry run shows them as well.
+CREATE TABLE mdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz,
+                   is_inferred boolean NOT NULL DEFAULT false);
+CREATE TABLE mstg (id int, city text, eff timestamptz);
+SELECT scd2.register('mdim', ARRAY['id'], effective_column => 'eff', surrogate_key_column => 'sk',
+                     inferred_column => 'is_inferred', order_free => false) IS NOT NULL AS registered;
+INSERT INTO mstg VALUES (1, 'Oslo', '2024-01-01');
+CALL scd2.apply('mstg', 'mdim');
+SELECT scd2.infer_members('facts', 'mdim', 'sold_at') AS inferred;
+CREATE TABLE inf.inferred_m AS SELECT id, sk FROM mdim WHERE is_inferred;
+CREATE TABLE inf.state_m AS SELECT scd2_test.checksum('inf.mdim') AS s;
+TRUNCATE mstg;
+INSERT INTO mstg VALUES (3, 'Paris', '2024-01-15'), (4, 'Lyon', '2024-05-01'), (4, 'Nice', '2024-06-01'),
+                        (5, 'Bonn', '2024-05-01');
+SELECT f.action, f.business_key, f.surrogate_key = i.sk AS inferred_sk, f.valid_from, f.valid_to
+  FROM scd2.merge('mstg', 'mdim', dry_run => true) f LEFT JOIN inf.inferred_m i ON i.id = (f.business_key->>'id')::int
+ WHERE f.action = 'complete';
+SELECT scd2_test.checksum('inf.mdim') = s AS nothing_written FROM inf.state_m;
+CREATE TABLE inf.feed AS
+SELECT f.* FROM scd2.merge('mstg', 'mdim') WITH ORDINALITY AS f(action, surrogate_key, business_key, valid_from, valid_to, n);
+SELECT f.n, f.action, f.business_key, f.surrogate_key = i.sk AS inferred_sk, f.valid_from, f.valid_to
+  FROM inf.feed f LEFT JOIN inf.inferred_m i ON i.id = (f.business_key->>'id')::int ORDER BY f.n;
+SELECT completed, (SELECT count(*) FROM inf.feed WHERE action = 'complete') AS complete_rows
+  FROM scd2.audit_log WHERE dimension_oid = 'mdim'::regclass ORDER BY run_id DESC LIMIT 1;
+SELECT count(*) AS differences FROM (
+    (SELECT action, surrogate_key, business_key, valid_from, valid_to FROM inf.feed
+     EXCEPT ALL SELECT * FROM scd2.changes((SELECT max(run_id) FROM scd2.audit_log WHERE dimension_oid = 'mdim'::regclass)))
+    UNION ALL
+    (SELECT * FROM scd2.changes((SELECT max(run_id) FROM scd2.audit_log WHERE dimension_oid = 'mdim'::regclass))
+     EXCEPT ALL SELECT action, surrogate_key, business_key, valid_from, valid_to FROM inf.feed)) d;
+-- A batch that only completes (nothing else to write: the feed is read
+-- back, also on PostgreSQL 17+), and the same without the change log.
+TRUNCATE mstg;
+INSERT INTO mstg VALUES (2, 'Rome', '2024-03-01');
+CREATE TABLE inf.state_m2 AS SELECT scd2_test.checksum('inf.mdim') AS s;
+SELECT f.action, f.business_key, f.surrogate_key = i.sk AS inferred_sk, f.valid_from, f.valid_to
+  FROM scd2.merge('mstg', 'mdim') f LEFT JOIN inf.inferred_m i ON i.id = (f.business_key->>'id')::int;
+SELECT id, city, valid_from, is_inferred FROM mdim WHERE id = 2;
+SELECT scd2.revert(max(run_id)) IS NOT NULL AS reverted FROM scd2.audit_log WHERE dimension_oid = 'mdim'::regclass AND status = 'success';
+SELECT scd2_test.checksum('inf.mdim') = s AS inferred_restored FROM inf.state_m2;
+BEGIN;
+SET LOCAL scd2.change_log = off;
+SELECT f.action, f.business_key, f.surrogate_key = i.sk AS inferred_sk, f.valid_from, f.valid_to
+  FROM scd2.merge('mstg', 'mdim') f LEFT JOIN inf.inferred_m i ON i.id = (f.business_key->>'id')::int;
+ROLLBACK;
+
 -- A staging table with a column named as the inferred_column is refused.
 CREATE TABLE stg_flag (id int, city text, tier text, eff timestamptz, is_inferred boolean);
 INSERT INTO stg_flag VALUES (6, 'Bern', 'gold', '2024-07-01', false);

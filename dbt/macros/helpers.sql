@@ -82,6 +82,7 @@
   {%- if max_close_fraction is not none and (max_close_fraction is not number or max_close_fraction < 0 or max_close_fraction > 1) -%}
     {{ exceptions.raise_compiler_error("scd2: config max_close_fraction of " ~ model.name ~ " must be a number from 0 to 1 (the largest fraction of the current keys one run may close), not '" ~ max_close_fraction ~ "'") }}
   {%- endif -%}
+  {%- set ignore_null_updates = scd2.scd2__as_list(config.get('ignore_null_updates'), 'ignore_null_updates') -%}
   {%- set on_schema_change = config.get('on_schema_change') or 'ignore' -%}
   {%- if on_schema_change not in ['ignore', 'append_new_columns', 'sync_all_columns', 'fail'] -%}
     {{ exceptions.raise_compiler_error("scd2: config on_schema_change of " ~ model.name ~ " must be 'ignore' (new columns of the model are not loaded, and named in the run's audit row), 'append_new_columns' (they are added to the dimension), 'sync_all_columns' (also widened types widen it; no column is ever dropped) or 'fail' (any difference fails the run), not '" ~ on_schema_change ~ "'") }}
@@ -104,6 +105,9 @@
       'surrogate_key_column': scd2.scd2__optional_name(config.get('surrogate_key_column', 'sk')),
       'rebuild_on_full_refresh': config.get('rebuild_on_full_refresh', false) is true,
       'on_schema_change': on_schema_change,
+      'inferred_column': scd2.scd2__optional_name(config.get('inferred_column')),
+      'sequence_column': scd2.scd2__optional_name(config.get('sequence_column')),
+      'ignore_null_updates': ignore_null_updates if ignore_null_updates else none,
   }) -%}
 {%- endmacro %}
 
@@ -134,16 +138,28 @@
       {%- endif %}
       {%- if cfg.order_free is not none %},
       order_free => {{ 'true' if cfg.order_free else 'false' }}
+      {%- endif %}
+      {%- if cfg.inferred_column is not none %},
+      inferred_column => {{ scd2.scd2__name_or_null(cfg.inferred_column) }}
+      {%- endif %}
+      {%- if cfg.sequence_column is not none %},
+      sequence_column => {{ scd2.scd2__name_or_null(cfg.sequence_column) }}
+      {%- endif %}
+      {%- if cfg.ignore_null_updates is not none %},
+      ignore_null_updates => {{ scd2.scd2__names(cfg.ignore_null_updates) }}
       {%- endif %})
 {%- endmacro %}
 
 {#-
   How the registration of a dimension compares with a configuration:
   'missing' (not registered), 'same', 'options' (business key, tracked,
-  Type 1, effective/delete column, mode, detection, max_close_fraction, missing_columns,
-  on_schema_change or order_free differ: registering
-  again is safe) or 'bookkeeping' (bookkeeping column names or
-  current_valid_to differ: the existing rows follow the old ones).
+  Type 1, effective/delete column, mode, detection, max_close_fraction,
+  missing_columns, on_schema_change, order_free, inferred_column,
+  sequence_column or ignore_null_updates differ: registering again is
+  safe) or 'bookkeeping' (bookkeeping column names or current_valid_to
+  differ: the existing rows follow the old ones).  The options later
+  releases added are read through to_jsonb, so that the comparison also
+  runs against an older extension (a missing one is the default).
 -#}
 {% macro scd2__registration_state(target, cfg) -%}
   {%- set query -%}
@@ -175,6 +191,10 @@
           {%- if cfg.order_free is not none %}
           or coalesce((pg_catalog.to_jsonb(d) ->> 'order_free')::pg_catalog.bool, false) is distinct from {{ 'true' if cfg.order_free else 'false' }}
           {%- endif %}
+          or (pg_catalog.to_jsonb(d) ->> 'inferred_column') is distinct from {{ scd2.scd2__name_or_null(cfg.inferred_column) }}::pg_catalog.text
+          or (pg_catalog.to_jsonb(d) ->> 'sequence_column') is distinct from {{ scd2.scd2__name_or_null(cfg.sequence_column) }}::pg_catalog.text
+          or coalesce(pg_catalog.to_jsonb(d) -> 'ignore_null_updates', '[]'::pg_catalog.jsonb)
+             is distinct from pg_catalog.to_jsonb(coalesce({{ scd2.scd2__names(cfg.ignore_null_updates) }}, '{}'))
           then 'options'
         else 'same' end
       from (select 1) one

@@ -67,6 +67,9 @@
       {{ exceptions.raise_compiler_error("scd2: the bookkeeping columns or current_valid_to in the config of " ~ model.name ~ " differ from the registration of " ~ target_relation ~ "; its existing rows follow the registration, so the dimension was left alone.\n  Hint: restore the config (see the registry: select * from scd2.dimensions), or migrate the table and register it again by hand.") }}
     {%- elif state != 'same' -%}
       {% call statement('scd2_register') -%}
+        {%- if cfg.inferred_column is not none %}
+        {{ scd2.scd2__add_inferred_column(target_relation, cfg) }};
+        {%- endif %}
         {{ scd2.scd2__register_sql(target_relation, cfg) }}
       {%- endcall %}
       {{ log("scd2: " ~ ("registered the existing table " if state == 'missing' else "updated the registration of ") ~ target_relation, info=True) }}
@@ -140,9 +143,10 @@
   NOT NULL, then the bookkeeping columns: surrogate key (identity),
   valid_from and valid_to (of the effective column's type when it has a
   date/time type, else timestamptz; a current_valid_to other than null is
-  valid_to's default) and is_current.  The effective column stays a column
-  of the dimension, filled from staging in every new version (dbt's
-  updated_at).
+  valid_to's default) and is_current, and with inferred_column the flag of
+  inferred members (scd2__add_inferred_column).  The effective column
+  stays a column of the dimension, filled from staging in every new
+  version (dbt's updated_at).
 -#}
 {% macro scd2__create_dimension(target, staging, cfg) %}
   {%- set validity_type = 'timestamp with time zone' -%}
@@ -174,6 +178,24 @@
     {%- if cfg.is_current_column is not none %},
         add column {{ scd2.scd2__ident(cfg.is_current_column) }} boolean not null default true
     {%- endif %};
+    {%- if cfg.inferred_column is not none %}
+    {{ scd2.scd2__add_inferred_column(target, cfg) }};
+    {%- endif %}
     {{ scd2.scd2__register_sql(target, cfg) }}
   {%- endcall %}
 {% endmacro %}
+
+{#-
+  The flag of inferred members (config inferred_column), added to the
+  dimension when it lacks it: boolean NOT NULL DEFAULT false, the column
+  scd2.infer_members sets true and a load's completion clears (every other
+  version takes the default).  On the first run, and before the
+  registration of an existing table changes: adding inferred_column to the
+  config of a dimension that has history adds the column (false in every
+  existing version).  A column of that name the model's SELECT has is
+  left alone: register refuses it unless it is boolean, and every load
+  refuses a staging column named as the inferred_column, naming it.
+-#}
+{% macro scd2__add_inferred_column(target, cfg) -%}
+  alter table {{ target }} add column if not exists {{ scd2.scd2__ident(cfg.inferred_column) }} boolean not null default false
+{%- endmacro %}

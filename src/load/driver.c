@@ -208,6 +208,12 @@ open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, OwnerC
 	st->log_prepared = scd2_changelog_prepare(req->dry_run);
 	/* Citus: the write step, and local images of what the load reads */
 	citus = scd2_citus_prepare(st, cfg);
+	/* the versions it completes in place, for the change feed (complete.c) */
+	if (req->want_feed && cfg->inferred != NULL && st->citus == SCD2_CITUS_NONE)
+	{
+		scd2_create_completed_table(cfg);
+		st->feed_completed = true;
+	}
 	scd2_owner_restrict(oc);
 	if (citus)
 		scd2_citus_fill_images(st);

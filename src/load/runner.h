@@ -45,6 +45,9 @@ typedef struct LoadState
 									 * (SCD2_LOAD_MOVES) */
 	int64		completed;		/* inferred versions it completed in place
 								 * (complete.c): it logs row by row */
+	bool		feed_completed; /* they go to its change feed: CMP_TABLE
+								 * exists (worktable.h; complete.c fills it,
+								 * write.c reads it) */
 	struct ArrivalObserved *observed;	/* its fast path's no-op observations
 										 * of versions (classify_copies.c),
 										 * or NULL */

@@ -37,9 +37,16 @@ static const WorkColumn points_cols[] = {
 	{"`_stg", WT_BOOL},
 };
 
+static const WorkColumn completed_cols[] = {
+	{"`_sk", WT_INT8},
+	{"`_vf", WT_VF},
+	{"`_vt", WT_VT},
+};
+
 const WorkTable scd2_wt_keys = {KEYS_TABLE, keys_cols, lengthof(keys_cols), false};
 const WorkTable scd2_wt_changes = {CHG_TABLE, changes_cols, lengthof(changes_cols), true};
 const WorkTable scd2_wt_points = {PTS_TABLE, points_cols, lengthof(points_cols), true};
+const WorkTable scd2_wt_completed = {CMP_TABLE, completed_cols, lengthof(completed_cols), false};
 
 static const char *
 work_type_sql(const Scd2Config *cfg, WorkType type)
@@ -115,7 +122,7 @@ scd2_drop_work_tables(void)
 
 	scd2_set_local("client_min_messages", "warning");
 	scd2_exec_work("DROP TABLE IF EXISTS " KEYS_TABLE ", " CHG_TABLE ", " PTS_TABLE ", " WIN_TABLE
-				  ", " DIM_IMAGE ", " STG_IMAGE,
+				  ", " CMP_TABLE ", " DIM_IMAGE ", " STG_IMAGE,
 				  SPI_OK_UTILITY, "dropping work tables");
 	AtEOXact_GUC(true, nest);
 }
@@ -126,4 +133,17 @@ scd2_create_work_tables(const Scd2Config *cfg)
 {
 	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_keys), SPI_OK_UTILITY, "creating the key table");
 	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_changes), SPI_OK_UTILITY, "creating the change table");
+}
+
+/*
+ * The table of the versions a load completes in place (complete.c), which
+ * its change feed shows (write.c): for scd2.merge on a dimension with an
+ * inferred_column, created with the others, before the load's
+ * security-restricted operation (which refuses CREATE TEMP TABLE).
+ */
+void
+scd2_create_completed_table(const Scd2Config *cfg)
+{
+	scd2_exec_work(scd2_sql_create_work_table(cfg, &scd2_wt_completed), SPI_OK_UTILITY,
+				   "creating the completion table");
 }

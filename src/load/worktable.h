@@ -21,6 +21,8 @@
 #define CHG_TABLE	"pg_temp.\"" CHG_TABLE_RELNAME "\""
 #define PTS_TABLE	"pg_temp.\"scd2 work: points\""
 #define WIN_TABLE	"pg_temp.\"scd2 work: window\""
+/* The versions a load completed, for its change feed (complete.c). */
+#define CMP_TABLE	"pg_temp.\"scd2 work: completed\""
 /* On Citus (citus_load.c): local copies of what the load reads. */
 #define DIM_IMAGE	"pg_temp.\"scd2 work: dimension\""
 #define STG_IMAGE	"pg_temp.\"scd2 work: staging\""
@@ -51,6 +53,8 @@
  *           `_ovt     an existing version's valid_to (else NULL)
  *           `_sk      an existing version's surrogate key
  *           `_stg     the point is a staged row
+ *   completed `_sk    a completed inferred version's surrogate key
+ *           `_vf, `_vt  its validity after the completion
  */
 typedef enum WorkType
 {
@@ -82,6 +86,7 @@ typedef struct WorkTable
 extern const WorkTable scd2_wt_keys;
 extern const WorkTable scd2_wt_changes;
 extern const WorkTable scd2_wt_points;
+extern const WorkTable scd2_wt_completed;
 
 /* `_action of a change row: the change log's actions, WT_ACT_* (history.h). */
 
@@ -127,5 +132,6 @@ extern void scd2_append_work_insert(StringInfo buf, const Scd2Config *cfg, const
 									const char *table, bool with_payload);
 extern void scd2_drop_work_tables(void);
 extern void scd2_create_work_tables(const Scd2Config *cfg);
+extern void scd2_create_completed_table(const Scd2Config *cfg);
 
 #endif							/* SCD2_WORKTABLE_H */

@@ -107,13 +107,32 @@ scd2_sql_merge(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves)
 /*
  * SELECT <the change feed> FROM <from> ORDER BY <its order>: one row per
  * dimension row written, in key and time order, from rows under the alias
- * c (change-table columns); sk_expr gives the surrogate key.
+ * c (change-table columns); sk_expr gives the surrogate key.  With
+ * completed, also the inferred versions the load completed in place
+ * (complete.c, CMP_TABLE): action 'complete', at their valid_from after
+ * the completion, each before the other rows of its version (a later row
+ * of the batch that closes it, say).
  */
 static char *
-feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
+feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr, bool completed)
 {
 	StringInfoData buf;
 
+	if (completed)
+	{
+		StringInfoData rows;
+
+		initStringInfo(&rows);
+		appendStringInfo(&rows, X("(SELECT c.`_action, c.`_tvf, c.`_vf, c.`_vt, CAST(%s AS pg_catalog.int8) AS `_fsk, "),
+						 sk_expr);
+		scd2_append_cols(&rows, cfg->keys, cfg->nkeys, "c.");
+		appendStringInfo(&rows, X(" FROM %s UNION ALL SELECT " WT_ACT_COMPLETE ", x.`_vf, x.`_vf, x.`_vt, x.`_sk, "),
+						 from);
+		scd2_append_cols(&rows, cfg->keys, cfg->nkeys, "x.");
+		appendStringInfoString(&rows, " FROM " CMP_TABLE " x) c");
+		from = rows.data;
+		sk_expr = X("c.`_fsk");
+	}
 	initStringInfo(&buf);
 	appendStringInfo(&buf, X("SELECT c.`_action, CAST(%s AS pg_catalog.int8), %s,"
 					 " CAST(c.`_vf AS pg_catalog.timestamptz), CAST(%s AS pg_catalog.timestamptz)"
@@ -121,6 +140,8 @@ feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
 					 sk_expr, scd2_key_json_sql(cfg, "c"), scd2_stored_vt(cfg, X("c.`_vt")), from);
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "c.");
 	appendStringInfoString(&buf, X(", c.`_vf, c.`_tvf IS NULL"));
+	if (completed)
+		appendStringInfoString(&buf, X(", c.`_action <> " WT_ACT_COMPLETE));
 	return buf.data;
 }
 
@@ -130,17 +151,17 @@ feed_select(const Scd2Config *cfg, const char *from, const char *sk_expr)
  * PostgreSQL 17 (and a dry run writes nothing).
  */
 static char *
-scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
+scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run, bool completed)
 {
 	StringInfoData from;
 
 	if (!cfg->sk || dry_run)
-		return feed_select(cfg, psprintf("%s c", chg), X("c.`_sk"));
+		return feed_select(cfg, psprintf("%s c", chg), X("c.`_sk"), completed);
 	initStringInfo(&from);
 	appendStringInfo(&from, X("%s c LEFT JOIN %s d ON c.`_tvf IS NULL AND "), chg, cfg->dim_sql);
 	scd2_append_key_join(&from, cfg, "d", "c");
 	appendStringInfo(&from, X(" AND d.%s %s c.`_vf"), cfg->vf.ident, cfg->vf.eqop_sql);
-	return feed_select(cfg, from.data, psprintf(X("COALESCE(c.`_sk, d.%s)"), cfg->sk));
+	return feed_select(cfg, from.data, psprintf(X("COALESCE(c.`_sk, d.%s)"), cfg->sk), completed);
 }
 
 /*
@@ -148,16 +169,17 @@ scd2_sql_feed(const Scd2Config *cfg, const char *chg, bool dry_run)
  * MERGE returns every change-table row it wrote with the surrogate key of
  * the dimension row as written; the feed is read from that, in the same
  * order and columns as scd2_sql_feed, without a second look at the
- * dimension.  Its row count is the MERGE's processed count.
+ * dimension.  Its row count is the MERGE's processed count, plus with
+ * completed the versions the load completed before it.
  */
 static char *
-scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves)
+scd2_sql_merge_feed(const Scd2Config *cfg, const char *chg, Oid sk_seq, bool moves, bool completed)
 {
 	const char *sk = cfg->sk ? psprintf("t.%s", cfg->sk) : X("s.`_sk");
 
 	return psprintf(X("WITH `_written AS (%s RETURNING s.*, %s AS `_written_sk) %s"),
 					scd2_sql_merge(cfg, chg, sk_seq, moves), sk,
-					feed_select(cfg, X("`_written c"), X("c.`_written_sk")));
+					feed_select(cfg, X("`_written c"), X("c.`_written_sk"), completed));
 }
 
 /*
@@ -265,7 +287,7 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 	if (triggers != NULL)
 		current_indexes = current_row_indexes(cfg->dim_oid);
 
-	sql = feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st)) :
+	sql = feed ? scd2_sql_merge_feed(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st), st->feed_completed) :
 		scd2_sql_merge(cfg, CHG_TABLE, st->sk_seq, SCD2_LOAD_MOVES(st));
 	/* the rows it writes, in the load's progress */
 	scd2_progress_count_statement(sql, true);
@@ -274,6 +296,9 @@ scd2_write_dimension(LoadState *st, int64 total_changes, Tuplestorestate *store,
 		/* always nested loops: they keep the source's close-first order */
 		scd2_load_exec_probing(st, -1, sql, feed ? SPI_OK_SELECT : SPI_OK_MERGE, "writing the dimension");
 		written = (int64) SPI_processed;
+		/* the feed's rows of the versions completed before (complete.c) */
+		if (feed && st->feed_completed)
+			written -= st->completed;
 	}
 	PG_CATCH();
 	{
@@ -331,7 +356,8 @@ scd2_report_unexpected_writes(const Scd2Config *cfg, int64 written, int64 total_
 void
 scd2_read_feed(LoadState *st, bool dry_run, Tuplestorestate *store, TupleDesc desc)
 {
-	scd2_load_exec(st, scd2_sql_feed(st->cfg, CHG_TABLE, dry_run), SPI_OK_SELECT, "reading the change feed");
+	scd2_load_exec(st, scd2_sql_feed(st->cfg, CHG_TABLE, dry_run, st->feed_completed), SPI_OK_SELECT,
+				   "reading the change feed");
 	scd2_store_feed(store, desc);
 }
 

@@ -8,7 +8,10 @@
 #     rerun of the same data, a dbt snapshot taken over by the
 #     materialization; checks the dimensions, the audit log, the adapter
 #     response, `dbt test` (passing, and failing on a broken history) and
-#     `--full-refresh`;
+#     `--full-refresh`; then docs/DBT.md's dimension model with
+#     inferred_column and its fact model, whose pre_hook infers members
+#     that the dimension's next run completes, and the change-stream
+#     options;
 #   - the post-hook example examples/dbt (a table model whose post-hook
 #     calls scd2.apply), inside the model's transaction and after_commit,
 #     with failing loads;
@@ -558,6 +561,112 @@ elif grep -q "bookkeeping columns or current_valid_to" "$work/out"; then
 else
     not_ok "a changed bookkeeping column is refused" "$(dbt_out)"
 fi
+
+# ---------------------------------------------------------------- inferred members
+# docs/DBT.md's dimension model with inferred_column and its fact model,
+# whose pre_hook infers the stores its sales name before the store extract
+# has them; the dimension's next run completes them in place.  Then the
+# change-stream options (sequence_column, ignore_null_updates) and
+# inferred_column added to an existing dimension.
+extracted=$(awk -v dir="$proj" '
+    /^<!-- test\/dbt\/inferred: .* -->$/ { f = dir "/" $3; want = 1; next }
+    want && /^```/ { want = 0; copying = 1; printf "" > f; next }
+    copying && /^```$/ { copying = 0; close(f); n++; next }
+    copying { print >> f }
+    END { print n + 0 }' "$root/docs/DBT.md")
+expect "docs/DBT.md has the dimension model with inferred_column and the fact model" "2" "$extracted"
+sql $DB -o /dev/null <<'SQL' || not_ok "inferred members: the sources"
+SET client_min_messages = warning;
+CREATE TABLE crm.stores (store_id int, name text, city text, updated_at timestamptz);
+CREATE TABLE crm.sales (sale_id int, store_id int, sold_at timestamptz, amount numeric);
+INSERT INTO crm.stores VALUES (1, 'Main', 'Oslo', '2024-01-01');
+INSERT INTO crm.sales VALUES (1, 1, '2024-02-01', 10), (2, 2, '2024-02-03', 20), (3, 2, '2024-02-02', 30);
+SQL
+stores() {
+    q $DB "SELECT string_agg(store_id || ':' || coalesce(name, '-') || ':' || coalesce(city, '-') || ':' || valid_from::date
+                             || ':' || is_inferred::int, ' ' ORDER BY store_id, valid_from)
+             FROM analytics.dim_store"
+}
+sales() {
+    q $DB "SELECT string_agg(f.sale_id || ':' || coalesce(d.store_id::text, '-') || ':' || coalesce(d.is_inferred::int::text, '-'), ' '
+                             ORDER BY f.sale_id)
+             FROM analytics.fct_sales f LEFT JOIN analytics.dim_store d ON d.sk = f.store_sk"
+}
+# status and metrics of a run of dim_store: the newest (0) or the one before (1)
+store_run() {
+    q $DB "SELECT status || ' src=' || source_rows || ' ins=' || inserted || ' new=' || new_versions
+                  || ' same=' || unchanged || ' inferred=' || inferred || ' completed=' || completed
+             FROM scd2.audit_log WHERE dimension = 'analytics.dim_store' ORDER BY run_id DESC LIMIT 1 OFFSET $1"
+}
+expect_dbt "the dimension and the fact model: first run" run -s dim_store fct_sales
+expect "dim_store: the model's columns, the bookkeeping columns, then the flag" \
+    "store_id integer,name text,city text,updated_at timestamp with time zone,sk bigint,valid_from timestamp with time zone,valid_to timestamp with time zone,is_current boolean,is_inferred boolean" \
+    "$(q $DB "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ',' ORDER BY attnum)
+                FROM pg_attribute WHERE attrelid = 'analytics.dim_store'::regclass AND attnum > 0 AND NOT attisdropped")"
+flag_column() {
+    q $DB "SELECT format_type(a.atttypid, a.atttypmod) || ' not null=' || a.attnotnull || ' default ' || pg_get_expr(d.adbin, d.adrelid)
+             FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE a.attrelid = 'analytics.$1'::regclass AND a.attname = 'is_inferred'"
+}
+expect "the flag is boolean NOT NULL DEFAULT false" "boolean not null=true default false" "$(flag_column dim_store)"
+expect "and registered as the inferred_column" "is_inferred" \
+    "$(q $DB "SELECT inferred_column FROM scd2.dimensions WHERE dimension = 'analytics.dim_store'::regclass")"
+expect "the pre_hook inferred store 2 from its earliest sale" "1:Main:Oslo:2024-01-01:0 2:-:-:2024-02-02:1" "$(stores)"
+expect "its run: scd2.infer_members, metric inferred" "success src=3 ins=0 new=0 same=0 inferred=1 completed=0" "$(store_run 0)"
+expect "every sale is keyed, store 2's to the inferred member" "1:1:0 2:2:1 3:2:1" "$(sales)"
+sk2=$(q $DB "SELECT sk FROM analytics.dim_store WHERE store_id = 2")
+
+# Store 2's record arrives, effective before its first sale; a sale of an
+# unknown store 3.
+sql $DB -o /dev/null -c "INSERT INTO crm.stores VALUES (2, 'Harbour', 'Bergen', '2024-01-15')" \
+    -c "INSERT INTO crm.sales VALUES (4, 3, '2024-03-01', 40)"
+expect_dbt "second run" run -s dim_store fct_sales
+expect "store 2 is completed in place (valid_from moved back to its record), store 3 inferred" \
+    "1:Main:Oslo:2024-01-01:0 2:Harbour:Bergen:2024-01-15:0 3:-:-:2024-03-01:1" "$(stores)"
+expect "store 2 keeps its surrogate key, in one version" "$sk2 1" \
+    "$(q $DB "SELECT min(sk) || ' ' || count(*) FROM analytics.dim_store WHERE store_id = 2")"
+expect "the dimension's run: metric completed" "success src=2 ins=0 new=0 same=1 inferred=0 completed=1" "$(store_run 1)"
+expect "the fact model's run inferred store 3" "success src=4 ins=0 new=0 same=0 inferred=1 completed=0" "$(store_run 0)"
+expect "adapter response: the completion is a row written" "success SCD2 1" "$(rows_affected dim_store)"
+if grep -q "scd2 run [0-9]*: 2 source rows, .*, 1 completed (" "$work/out"; then
+    ok "the completion is in dbt's log"
+else
+    not_ok "the completion is in dbt's log" "$(dbt_out)"
+fi
+expect "the registration was left as it was" "0" "$(grep -c "updated the registration" "$work/out")"
+expect "store 2's sales stay keyed to it, the flag cleared" "1:1:0 2:2:0 3:2:0 4:3:1" "$(sales)"
+expect "every sale is keyed to the version valid at its time" "0" \
+    "$(q $DB "SELECT count(*) FROM analytics.fct_sales f WHERE f.store_sk IS DISTINCT FROM
+                 scd2.asof('analytics.dim_store', f.sold_at, f.store_id)")"
+
+# The change-stream options: a partial update (a NULL city means
+# "unchanged"), ordered by a sequence column of the model.
+sed -i -e "s/inferred_column='is_inferred'\$/inferred_column='is_inferred', sequence_column='store_seq', ignore_null_updates='city'/" \
+    -e "s/^select store_id, name, city, updated_at\$/select store_id, name, city, updated_at, 0 as store_seq/" \
+    "$proj/models/dim_store.sql"
+q $DB "UPDATE crm.stores SET name = 'Main Street', city = NULL, updated_at = '2024-03-01' WHERE store_id = 1" >/dev/null
+expect_dbt "sequence_column and ignore_null_updates in the config" run -s dim_store
+if grep -q "updated the registration" "$work/out"; then ok "register the dimension again"; else not_ok "register the dimension again" "$(dbt_out)"; fi
+expect "with the sequence column and the partial-update columns" "store_seq {city}" \
+    "$(q $DB "SELECT sequence_column || ' ' || ignore_null_updates::text FROM scd2.dimensions WHERE dimension = 'analytics.dim_store'::regclass")"
+expect "a NULL city keeps the city" "Main Street:Oslo" \
+    "$(q $DB "SELECT name || ':' || city FROM analytics.dim_store WHERE store_id = 1 AND is_current")"
+before_st=$(stores)
+expect_dbt "a rerun" run -s dim_store
+expect "leaves the registration and the dimension as they are" "0 $before_st success SCD2 0" \
+    "$(grep -c "updated the registration" "$work/out") $(stores) $(rows_affected dim_store)"
+
+# inferred_column added to the config of an existing dimension: the run
+# adds the column (false in every version) and registers it.
+before_p=$(products)
+sed -i "s/^    surrogate_key_column=none\$/    surrogate_key_column=none, inferred_column='is_inferred'/" "$proj/models/dim_product.sql"
+expect_dbt "inferred_column added to an existing dimension's config" run -s dim_product
+if grep -q "updated the registration" "$work/out"; then ok "registers it again"; else not_ok "registers it again" "$(dbt_out)"; fi
+expect "adds the flag column" "boolean not null=true default false" "$(flag_column dim_product)"
+expect "registered as the inferred_column" "is_inferred" \
+    "$(q $DB "SELECT inferred_column FROM scd2.dimensions WHERE dimension = 'analytics.dim_product'::regclass")"
+expect "the versions as before, none inferred" "$before_p 0" \
+    "$(products) $(q $DB "SELECT count(*) FILTER (WHERE is_inferred) FROM analytics.dim_product")"
 
 # ---------------------------------------------------------------- examples/dbt
 # The post-hook variant: a table model whose post-hook calls scd2.apply.
