@@ -61,7 +61,8 @@ static void open_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState
 					  OwnerContext *oc);
 static bool validate(const Scd2LoadRequest *req, LoadState *st, Scd2Metrics *m, bool ask_several);
 static void first_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st);
-static bool first_load_or_repeats(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st);
+static bool first_load_or_repeats(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st,
+								  bool by_index);
 static bool classify_and_write(const Scd2LoadRequest *req, Scd2LoadResult *res,
 							   LoadState *st, bool several);
 static void close_load(LoadState *st, OwnerContext *oc);
@@ -100,10 +101,8 @@ scd2_run_load(const Scd2LoadRequest *req, Scd2LoadResult *res)
 	 * check that no key has several rows, a key that has falls back to
 	 * the general path, which the check then asks for.
 	 */
-	if (first && !several && m->source_rows > 0 &&
-		(by_index ? first_load_or_repeats(req, res, &st) : (first_load(req, res, &st), true)))
-		fed = true;
-	else
+	fed = first && !several && m->source_rows > 0 && first_load_or_repeats(req, res, &st, by_index);
+	if (!fed)
 	{
 		if (by_index)
 			(void) scd2_validate_staging(&st, &several);
@@ -257,19 +256,25 @@ first_load(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st)
 }
 
 /*
- * The first load in a subtransaction, its unique index standing for the
- * check that no key has several staging rows: true when it is done; false
- * when the index found a repeated key (a unique violation), everything it
- * did rolled back.  Any other error is the load's.
+ * The first load: true when it is done.  With by_index its unique index
+ * stands for the check that no key has several staging rows, and it runs
+ * in a subtransaction: false when the index found a repeated key (a unique
+ * violation), everything it did rolled back.  Any other error is the
+ * load's.
  */
 static bool
-first_load_or_repeats(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st)
+first_load_or_repeats(const Scd2LoadRequest *req, Scd2LoadResult *res, LoadState *st, bool by_index)
 {
 	MemoryContext ctx = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	Scd2Metrics before = res->metrics;
 	volatile bool done = false;
 
+	if (!by_index)
+	{
+		first_load(req, res, st);
+		return true;
+	}
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(ctx);
 	PG_TRY();

@@ -69,6 +69,7 @@ typedef struct FirstLoadIndex
 	char	   *qualified;		/* "schema"."name" */
 	char	   *definition;		/* pg_get_indexdef */
 	char	   *tablespace;		/* its tablespace, "" for the database's */
+	bool		unique_key;		/* unique on exactly the business key */
 } FirstLoadIndex;
 
 /*
@@ -134,50 +135,25 @@ scd2_first_load_applies(LoadState *st, bool dry_run)
 	return empty;
 }
 
-/*
- * Whether a key with several staging rows makes the first load fail with a
- * unique violation (see the file's comment): every staging row is written,
- * and scd2.register made a unique index on exactly the business key (the
- * current-row index; its predicate holds for every row a first load
- * writes).
- */
-bool
-scd2_first_load_index_finds_repeats(LoadState *st)
-{
-	Oid			types[1] = {TEXTARRAYOID};
-	Datum		values[1];
-
-	if (st->cfg->del_col != NULL || st->cfg->reg->created_indexes == (Datum) 0)
-		return false;
-	/* $2 ($1 is the load's effective_at): the registry's created_indexes */
-	values[0] = st->cfg->reg->created_indexes;
-	scd2_load_exec_args(st, psprintf("SELECT 1 FROM pg_catalog.pg_index i"
-									 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
-									 " WHERE i.indrelid OPERATOR(pg_catalog.=) %u::pg_catalog.oid"
-									 " AND c.relname OPERATOR(pg_catalog.=) ANY ($2)"
-									 " AND i.indisunique AND i.indisvalid AND i.indisready"
-									 " AND i.indnkeyatts OPERATOR(pg_catalog.=) %d LIMIT 1",
-									 st->cfg->dim_oid, st->cfg->nkeys),
-						1, types, values, SPI_OK_SELECT, "finding the dimension's unique key index");
-	return SPI_processed > 0;
-}
-
 /* The indexes scd2.register created on the dimension, as they are now. */
 static FirstLoadIndex *
 created_indexes(LoadState *st, int *n)
 {
 	FirstLoadIndex *idx;
 	Oid			types[1] = {TEXTARRAYOID};
+
 	/*
 	 * $2 ($1 is the load's effective_at): the registry's created_indexes,
 	 * from the registration the load read
 	 */
 	Datum		values[1] = {st->cfg->reg->created_indexes != (Datum) 0 ? st->cfg->reg->created_indexes :
 	PointerGetDatum(construct_empty_array(TEXTOID))};
+	bool		isnull;
 
 	scd2_load_exec_args(st, psprintf("SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'"
 								" OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname),"
-								" pg_catalog.pg_get_indexdef(c.oid), COALESCE(t.spcname, '')"
+								" pg_catalog.pg_get_indexdef(c.oid), COALESCE(t.spcname, ''),"
+								" i.indisunique AND i.indnkeyatts OPERATOR(pg_catalog.=) %d"
 								" FROM pg_catalog.pg_index i"
 								" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
 								" JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
@@ -188,7 +164,7 @@ created_indexes(LoadState *st, int *n)
 								" AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k"
 								"   WHERE k.conindid OPERATOR(pg_catalog.=) c.oid)"
 								" ORDER BY c.relname",
-								st->cfg->dim_oid),
+								st->cfg->nkeys, st->cfg->dim_oid),
 						1, types, values, SPI_OK_SELECT, "finding the indexes scd2 created");
 	*n = (int) SPI_processed;
 	idx = palloc0(sizeof(FirstLoadIndex) * Max(*n, 1));
@@ -197,8 +173,31 @@ created_indexes(LoadState *st, int *n)
 		idx[i].qualified = scd2_spi_text(i, 1);
 		idx[i].definition = scd2_spi_text(i, 2);
 		idx[i].tablespace = scd2_spi_text(i, 3);
+		idx[i].unique_key = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &isnull));
 	}
 	return idx;
+}
+
+/*
+ * Whether a key with several staging rows makes the first load fail with a
+ * unique violation (see the file's comment): every staging row is written,
+ * and scd2.register made a unique index on exactly the business key (the
+ * current-row index; its predicate holds for every row a first load
+ * writes).
+ */
+bool
+scd2_first_load_index_finds_repeats(LoadState *st)
+{
+	FirstLoadIndex *idx;
+	int			n;
+
+	if (st->cfg->del_col != NULL)
+		return false;
+	idx = created_indexes(st, &n);
+	for (int i = 0; i < n; i++)
+		if (idx[i].unique_key)
+			return true;
+	return false;
 }
 
 /* The rows, in business-key order: INSERT ... SELECT from the staging table. */
