@@ -57,7 +57,7 @@ SELECT scd2.infer_members('facts', 'dim', NULL);
 SELECT scd2_test.state('inf.dim') = s AS nothing_written FROM inf.before;
 
 -- Two members inferred: keys 3 (from its earliest fact) and 4 (also with
--- scd2.asof_on_missing = error: the lookup infer_members makes says NULL).
+-- scd2.asof_on_missing = error: infer_members calls no scd2.asof).
 SET scd2.asof_on_missing = error;
 SELECT scd2.infer_members('facts', 'dim', 'sold_at') AS inferred;
 RESET scd2.asof_on_missing;
@@ -340,6 +340,58 @@ INSERT INTO stg_flag VALUES (6, 'Bern', 'gold', '2024-07-01', false);
 CREATE TABLE inf.before_flag AS SELECT scd2_test.checksum('inf.dim') || scd2_test.checksum('scd2.change_log') AS s;
 SELECT count(*) FROM scd2.merge('stg_flag', 'dim');
 SELECT scd2_test.checksum('inf.dim') || scd2_test.checksum('scd2.change_log') = s AS nothing_written FROM inf.before_flag;
+
+-- Which keys are unknown is asked of the as-of lookup's in-memory map, in
+-- the scan that checks the facts; without a map (a dimension too large for
+-- scd2.asof_map_memory, a partitioned one) the dimension's index answers:
+-- the same members either way.  A two-column text key (the map's general
+-- form); a key whose only version is closed; a key with a version after
+-- every fact; the same key in several facts; facts with no unknown key.
+CREATE TABLE kdim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, region text NOT NULL, code text NOT NULL,
+                   city text, valid_from timestamptz NOT NULL, valid_to timestamptz,
+                   is_inferred boolean NOT NULL DEFAULT false);
+INSERT INTO kdim (region, code, city, valid_from, valid_to) VALUES
+    ('eu', 'a', 'Oslo', '2024-01-01', NULL), ('eu', 'b', 'Rome', '2024-01-01', '2024-02-01'),
+    ('us', 'a', 'Reno', '2024-06-01', NULL);
+-- (6,000 more keys: a map of them takes more than 64kB)
+INSERT INTO kdim (region, code, valid_from) SELECT 'zz', g::text, '2024-01-01' FROM generate_series(1, 6000) g;
+SELECT scd2.register('kdim', ARRAY['region', 'code'], surrogate_key_column => 'sk',
+                     inferred_column => 'is_inferred');
+CREATE TABLE kfacts (region text, code text, sold_at timestamptz);
+INSERT INTO kfacts VALUES ('eu', 'a', '2024-03-01'), ('eu', 'b', '2024-03-01'), ('us', 'a', '2024-03-01'),
+                          ('us', 'b', '2024-03-05'), ('us', 'b', '2024-03-02'), ('eu', 'c', '2024-04-01'),
+                          ('EU', 'a', '2024-04-01'), ('zz', '17', '2023-01-01');
+CREATE TABLE inf.kdim_before AS SELECT scd2_test.checksum('inf.kdim') AS s;
+BEGIN;
+SELECT scd2.infer_members('kfacts', 'kdim', 'sold_at') AS inferred_with_map;
+SELECT region, code, valid_from, valid_to, is_inferred FROM kdim WHERE region <> 'zz' ORDER BY region, code, valid_from;
+SELECT string_agg(format('%s/%s/%s/%s/%s', region, code, valid_from, valid_to, is_inferred), ','
+                  ORDER BY region, code, valid_from) AS with_map FROM kdim \gset
+ROLLBACK;
+SET scd2.asof_map_memory = 64;         -- the 6,003 keys' map does not fit: the index answers
+BEGIN;
+SELECT scd2.infer_members('kfacts', 'kdim', 'sold_at') AS inferred_without_map;
+SELECT string_agg(format('%s/%s/%s/%s/%s', region, code, valid_from, valid_to, is_inferred), ','
+                  ORDER BY region, code, valid_from) = :'with_map' AS same_members FROM kdim;
+ROLLBACK;
+RESET scd2.asof_map_memory;
+DELETE FROM kfacts WHERE (region, code) NOT IN (('eu', 'a'), ('us', 'a'));
+SELECT scd2.infer_members('kfacts', 'kdim', 'sold_at') AS nothing_unknown;
+SELECT scd2_test.checksum('inf.kdim') = s AS dimension_unchanged FROM inf.kdim_before;
+INSERT INTO kfacts VALUES (NULL, 'z', '2024-01-01');
+SELECT scd2.infer_members('kfacts', 'kdim', 'sold_at');          -- a NULL key, after known keys
+SELECT scd2_test.checksum('inf.kdim') = s AS nothing_written FROM inf.kdim_before;
+
+-- A hash-partitioned dimension (scd2.asof does not read it: no map).
+CREATE TABLE pdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz,
+                   is_inferred boolean NOT NULL DEFAULT false) PARTITION BY HASH (id);
+CREATE TABLE pdim_0 PARTITION OF pdim FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE pdim_1 PARTITION OF pdim FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO pdim (id, city, valid_from) VALUES (1, 'Oslo', '2024-01-01');
+SELECT scd2.register('pdim', ARRAY['id'], surrogate_key_column => 'sk', inferred_column => 'is_inferred');
+SELECT scd2.infer_members('facts', 'pdim', 'sold_at') AS inferred;
+SELECT id, city, valid_from, is_inferred FROM pdim ORDER BY id;
 
 RESET search_path;
 DROP SCHEMA inf CASCADE;

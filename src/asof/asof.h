@@ -171,6 +171,8 @@ scd2_asof_time_value(const AsofCache *c, Datum d)
 
 /* cache.c */
 extern AsofCache *scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid);
+extern AsofCache *scd2_asof_build_cache_for_types(MemoryContext parent, Oid relid, int nkeys,
+												  const Oid *keytypes);
 extern AsofCache *scd2_asof_build_shard_cache(AsofCache *parent, Oid shardrel);
 
 /* citus_route.c */
@@ -183,6 +185,7 @@ extern void scd2_asof_citus_unreachable(AsofCache *c, const char *key);
 /* keys.c */
 extern void scd2_asof_wrong_key_count(AsofCache *c, int given);
 extern void scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index);
+extern void scd2_asof_setup_key_types(AsofCache *c, Relation index, int nkeys, const Oid *keytypes);
 extern void scd2_asof_setup_valid_from_key(AsofCache *c, Relation index);
 
 /* scan.c */
@@ -200,5 +203,11 @@ extern bool scd2_asof_probe(AsofCache *c, Datum atv, int64 *sk);
 /* map.c */
 extern void scd2_asof_build_map(AsofCache *c);
 extern bool scd2_asof_map_lookup(AsofCache *c, Datum atv, int64 *sk);
+extern bool scd2_asof_map_has_key(AsofCache *c);
+
+/* known.c: whether business keys have a version, asked from C */
+extern AsofCache *scd2_asof_known_begin(Oid relid, int nkeys, const Oid *keytypes);
+extern bool scd2_asof_known(AsofCache *c, const Datum *keys);
+extern void scd2_asof_known_end(AsofCache *c);
 
 #endif							/* SCD2_ASOF_H */

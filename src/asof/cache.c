@@ -411,11 +411,13 @@ new_cache(MemoryContext cxt, Oid relid)
 }
 
 /*
- * Build the cache for dimension relid and the call site's argument types:
- * registry row, permissions, index, scan keys.
+ * Build the cache for dimension relid: registry row, permissions, index,
+ * scan keys -- the keys' argument types from the call site (fcinfo) or, for
+ * a caller in C, keytypes[nkeys] -- in a context under parent.
  */
-AsofCache *
-scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
+static AsofCache *
+build_cache(MemoryContext parent, Oid relid, FunctionCallInfo fcinfo, int nkeys,
+			const Oid *keytypes)
 {
 	AsofCache  *c;
 	Relation	heap;
@@ -425,8 +427,7 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
 	scd2_asof_register_callbacks();
 
 	/* a fresh context: the caller frees the old cache once this one is built */
-	c = new_cache(AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "scd2.asof cache",
-									  ALLOCSET_SMALL_SIZES), relid);
+	c = new_cache(AllocSetContextCreate(parent, "scd2.asof cache", ALLOCSET_SMALL_SIZES), relid);
 	oldcxt = MemoryContextSwitchTo(c->cxt);
 	c->relname = dimension_name(relid);
 	MemoryContextSwitchTo(oldcxt);
@@ -456,7 +457,10 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
 	setup_bulk(c, heap);
 
 	index = index_open(c->indexid, AccessShareLock);
-	scd2_asof_setup_key_args(c, fcinfo, index);
+	if (fcinfo != NULL)
+		scd2_asof_setup_key_args(c, fcinfo, index);
+	else
+		scd2_asof_setup_key_types(c, index, nkeys, keytypes);
 	scd2_asof_setup_valid_from_key(c, index);
 
 	if (c->sktype != INT8OID && c->sktype != INT4OID && c->sktype != INT2OID)
@@ -468,6 +472,23 @@ scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
 
 	c->callcxt = AllocSetContextCreate(c->cxt, "scd2.asof call", ALLOCSET_DEFAULT_SIZES);
 	return c;
+}
+
+/* The cache of scd2.asof's call site fcinfo for dimension relid. */
+AsofCache *
+scd2_asof_build_cache(FunctionCallInfo fcinfo, Oid relid)
+{
+	return build_cache(fcinfo->flinfo->fn_mcxt, relid, fcinfo, 0, NULL);
+}
+
+/*
+ * The cache of a caller in C (known.c) for dimension relid, its business
+ * key values of types keytypes[nkeys], in a context under parent.
+ */
+AsofCache *
+scd2_asof_build_cache_for_types(MemoryContext parent, Oid relid, int nkeys, const Oid *keytypes)
+{
+	return build_cache(parent, relid, NULL, nkeys, keytypes);
 }
 
 /*

@@ -164,6 +164,16 @@ scd2_asof_setup_key_args(AsofCache *c, FunctionCallInfo fcinfo, Relation index)
 	}
 }
 
+/* The scan keys of key values of types keytypes[nkeys] (a caller in C). */
+void
+scd2_asof_setup_key_types(AsofCache *c, Relation index, int nkeys, const Oid *keytypes)
+{
+	if (nkeys != c->nkeys)
+		scd2_asof_wrong_key_count(c, nkeys);
+	for (int i = 0; i < c->nkeys; i++)
+		setup_key(c, index, i, keytypes[i]);
+}
+
 /* The last scan key: valid_from <= at, walked from the latest start. */
 void
 scd2_asof_setup_valid_from_key(AsofCache *c, Relation index)

@@ -990,6 +990,16 @@ find_key(AsofCache *c, AsofMap *m, uint32 *lo, uint32 *hi)
 	return false;
 }
 
+/* Whether the scan keys' business key has a version in the map. */
+bool
+scd2_asof_map_has_key(AsofCache *c)
+{
+	uint32		lo,
+				hi;
+
+	return find_key(c, c->map, &lo, &hi);
+}
+
 /* The bulk mode's answer for the scan keys' arguments and atv. */
 bool
 scd2_asof_map_lookup(AsofCache *c, Datum atv, int64 *sk)

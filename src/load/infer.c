@@ -19,9 +19,10 @@
  * a security-restricted operation with one snapshot (runner.c); the
  * batch validated and its values' conversions checked as a load's
  * (validate.c, convert.c: NULL keys or times, a time that does not fit
- * valid_from, refused with nothing written); one INSERT whose versions go
- * into the change log as a load's inserts (scd2.revert and scd2.rewind
- * delete them); one audit row, status 'success', with the metric
+ * valid_from, refused with nothing written) in the one scan that finds
+ * the facts of unknown keys (the search, below); one INSERT of the members
+ * from those facts, whose versions go into the change log as a load's
+ * inserts (scd2.revert and scd2.rewind delete them); one audit row, status 'success', with the metric
  * inferred.  A load that brings a key's record completes its inferred
  * version in place (complete.c).
  */
@@ -34,8 +35,11 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
+#include "utils/date.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
+#include "asof/asof.h"
 #include "catalog/registry.h"
 #include "citus/citus.h"
 #include "common/common.h"
@@ -72,40 +76,184 @@ require_inferable(Oid dim_oid, const Scd2Registration *reg, const char *dim_name
 				 errhint("Key the facts with scd2.asof, and load the members' records before the facts.")));
 }
 
-/*
- * The INSERT of the inferred versions, and with log their change-log rows
- * (as a load's inserts, with their surrogate keys) into the log's work
- * table: the batch's keys (cast to the dimension's types) with their
- * earliest time, less every key the dimension has a version of.
- */
+/* The facts of unknown keys, as the INSERT reads them (runner.c). */
+#define UNKNOWN_FACTS_NAME "scd2 work: unknown facts"
+
+/* The search's query: every fact's key (the dimension's types) and time. */
 static char *
-sql_infer(const Scd2Config *cfg, bool log)
+sql_search(const Scd2Config *cfg)
 {
 	StringInfoData buf;
 
-	/*
-	 * The facts of unknown keys first, then their keys grouped: most facts
-	 * name a known key.  A fact whose key scd2.asof finds a version of at
-	 * its time names a known key; the others (the unknown keys' facts, and
-	 * a known key's facts from before its first version or in a gap) are
-	 * probed for any version of their key through the dimension's index.
-	 * The lookup answers from its bulk map, one ordered walk of the as-of
-	 * index (asof/map.c), and the probes are few (forced: the runner's
-	 * probing).  Grouping every fact first, or an anti join of every fact
-	 * with a hash of the dimension's keys, took 1.2 to 2 times as long as
-	 * this (200k and 1M facts over as many keys, 1% unknown; PostgreSQL 15:
-	 * 1M facts, serial, 650 ms and 516 ms; bench/infer.sh).
-	 */
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
+	appendStringInfoString(&buf, X(", s.`_t FROM "));
+	scd2_append_all_staging(&buf, cfg);
+	appendStringInfoString(&buf, " s");
+	return buf.data;
+}
+
+/*
+ * The search: one scan of the batch, each fact checked as a load checks
+ * its staging rows (NULL keys or times, infinite times: counted, refused
+ * after the scan) and kept, in a tuplestore, unless the dimension has a
+ * version of its key.  Whether it has is asked of scd2.asof's bulk map,
+ * built at the scan's start (asof/known.c): one random read per fact.
+ * Without a map (the dimension too large for scd2.asof_map_memory) every
+ * fact is kept and the INSERT's NOT EXISTS probes decide.
+ *
+ * Measured on PostgreSQL 15 (1M facts over 1M keys, 1% unknown,
+ * bench/infer.sh): a query that filters the facts with scd2.asof(...) IS
+ * NULL and probes the rest took as long as the bulk scd2.asof of the
+ * batch (~0.5 s: half of it the map's random reads, the rest the call)
+ * and the batch's validation scan came on top (60-130 ms); parallel query
+ * did not help, as every worker builds its own map.  An anti join of every
+ * fact with a hash of the dimension's keys, or grouping every fact first,
+ * took 1.2 to 2 times as long.
+ */
+typedef struct FactSearch
+{
+	DestReceiver pub;
+	Oid			dim_oid;
+	int			nkeys;
+	Oid			time_type;		/* valid_from's: the facts' times cast to it */
+	AsofCache  *known;			/* NULL: no map, every valid fact kept */
+	LoadRelation *unknown;		/* the facts kept */
+	TupleDesc	desc;			/* their row type */
+	MemoryContext cxt;
+	int64		rows;
+	int64		null_keys;
+	int64		null_times;
+	int64		non_finite;
+} FactSearch;
+
+static void
+search_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	FactSearch *r = (FactSearch *) self;
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+	Oid		   *keytypes = palloc(sizeof(Oid) * r->nkeys);
+
+	r->desc = CreateTupleDescCopy(typeinfo);
+	for (int i = 0; i < r->nkeys; i++)
+		keytypes[i] = TupleDescAttr(typeinfo, i)->atttypid;
+	r->time_type = TupleDescAttr(typeinfo, r->nkeys)->atttypid;
+	r->known = scd2_asof_known_begin(r->dim_oid, r->nkeys, keytypes);
+	MemoryContextSwitchTo(old);
+}
+
+/* Whether a time of the valid_from type is infinity or -infinity. */
+static bool
+time_not_finite(Oid type, Datum t)
+{
+	switch (type)
+	{
+		case TIMESTAMPTZOID:
+		case TIMESTAMPOID:
+			return TIMESTAMP_NOT_FINITE(DatumGetTimestamp(t));
+		case DATEOID:
+			return DATE_NOT_FINITE(DatumGetDateADT(t));
+	}
+	elog(ERROR, "scd2: unexpected valid_from type %u", type);
+	return false;				/* keep compiler quiet */
+}
+
+static bool
+search_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	FactSearch *r = (FactSearch *) self;
+	bool		bad = false;
+
+	slot_getallattrs(slot);
+	r->rows++;
+	for (int i = 0; i < r->nkeys; i++)
+	{
+		if (slot->tts_isnull[i])
+		{
+			r->null_keys++;
+			bad = true;
+			break;
+		}
+	}
+	if (slot->tts_isnull[r->nkeys])
+	{
+		r->null_times++;
+		bad = true;
+	}
+	else if (time_not_finite(r->time_type, slot->tts_values[r->nkeys]))
+	{
+		r->non_finite++;
+		bad = true;
+	}
+	/* a batch with a bad fact is refused: nothing more to keep */
+	if (bad || r->null_keys + r->null_times + r->non_finite > 0)
+		return true;
+	if (r->known != NULL && scd2_asof_known(r->known, slot->tts_values))
+		return true;
+	tuplestore_puttupleslot(r->unknown->store, slot);
+	r->unknown->rows++;
+	return true;
+}
+
+static void
+search_shutdown(DestReceiver *self)
+{
+	FactSearch *r = (FactSearch *) self;
+
+	if (r->known != NULL)
+		scd2_asof_known_end(r->known);
+	r->known = NULL;
+}
+
+static void
+search_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * Run the search (as the owner, the load's snapshot), refuse a bad batch,
+ * and register the facts kept as the relation *unknown; returns the number
+ * of facts in the batch.
+ */
+static int64
+search_facts(LoadState *st, LoadRelation *unknown)
+{
+	FactSearch	r;
+
+	memset(&r, 0, sizeof(r));
+	r.pub.receiveSlot = search_receive;
+	r.pub.rStartup = search_startup;
+	r.pub.rShutdown = search_shutdown;
+	r.pub.rDestroy = search_destroy;
+	r.pub.mydest = DestNone;
+	r.dim_oid = st->cfg->dim_oid;
+	r.nkeys = st->cfg->nkeys;
+	r.cxt = CurrentMemoryContext;
+	r.unknown = unknown;
+	unknown->store = tuplestore_begin_heap(false, false, work_mem);
+	scd2_load_exec_probing_into(st, -1, sql_search(st->cfg), (DestReceiver *) &r, InvalidOid,
+								"finding the facts' unknown keys");
+	scd2_refuse_bad_staging(st, r.null_keys, r.null_times, r.non_finite);
+	scd2_load_register_relation(unknown, r.desc);
+	return r.rows;
+}
+
+/*
+ * The INSERT of the inferred versions from the search's rows, and with log
+ * their change-log rows (as a load's inserts, with their surrogate keys)
+ * into the log's work table.
+ */
+static char *
+sql_insert(const Scd2Config *cfg, bool log)
+{
+	StringInfoData buf;
+
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "WITH n AS (SELECT ");
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfoString(&buf, X(", pg_catalog.min(s.`_t) AS `_t FROM "));
-	scd2_append_all_staging(&buf, cfg);
-	appendStringInfo(&buf, X(" s WHERE scd2.asof(CAST(CAST(%u AS pg_catalog.oid) AS pg_catalog.regclass),"
-							 " CAST(s.`_t AS pg_catalog.timestamptz)"),
-					 cfg->dim_oid);
-	scd2_append_more_cols(&buf, cfg->keys, cfg->nkeys, "s.");
-	appendStringInfo(&buf, ") IS NULL AND NOT EXISTS (SELECT FROM %s d WHERE ", cfg->dim_sql);
+	appendStringInfo(&buf, X(", pg_catalog.min(s.`_t) AS `_t FROM %s s WHERE NOT EXISTS (SELECT FROM %s d WHERE "),
+					 quote_identifier(UNKNOWN_FACTS_NAME), cfg->dim_sql);
 	scd2_append_key_join(&buf, cfg, "d", "s");
 	appendStringInfoString(&buf, ") GROUP BY ");
 	scd2_append_cols(&buf, cfg->keys, cfg->nkeys, "s.");
@@ -137,7 +285,7 @@ sql_infer(const Scd2Config *cfg, bool log)
 
 /*
  * The run, connected to SPI: checks and lock, the owner's context, the
- * batch checked, the INSERT and its change log; returns the run id the
+ * batch checked, the search, the INSERT and its change log; returns the run id the
  * change log reserved (0: none), the metrics in *m and in *effective_at the
  * earliest valid_from inserted (-infinity: none), the run's effective_at in
  * its audit row: scd2.apply_snapshots applies no extract older than a run's
@@ -155,6 +303,7 @@ infer(Oid stg_oid, Oid dim_oid, const char *time_column, Scd2Metrics *m, char **
 	Scd2Registration *reg;
 	Scd2Config *cfg;
 	LoadState	st;
+	LoadRelation unknown = {UNKNOWN_FACTS_NAME, NULL, 0, false};
 	int			nest;
 
 	/* before the lock: the relations, the caller's privileges (a load's) */
@@ -188,21 +337,20 @@ infer(Oid stg_oid, Oid dim_oid, const char *time_column, Scd2Metrics *m, char **
 	st.log_prepared = scd2_changelog_prepare(false);
 	scd2_owner_restrict(&oc);
 
-	/* the batch as a load checks its staging rows */
+	/* the batch as a load checks its staging rows: the search counts */
 	scd2_check_conversions(&st);
-	m->source_rows = scd2_validate_staging(&st, NULL);
+	m->source_rows = search_facts(&st, &unknown);
 	if (cfg->infinity)
 		scd2_check_before_current_valid_to(&st);
 
 	nest = NewGUCNestLevel();
 	scd2_pin_text_forms();
-	/* the lookup that finds the known keys' facts says NULL for the others */
-	scd2_set_local("scd2.asof_on_missing", "null");
-	scd2_load_exec_probing(&st, -1, sql_infer(cfg, st.log_prepared), SPI_OK_SELECT, "inferring members");
+	scd2_load_exec_probing(&st, -1, sql_insert(cfg, st.log_prepared), SPI_OK_SELECT, "inferring members");
 	m->inferred = scd2_spi_int8(0, 1);
 	earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &none);
 	*effective_at = none ? DT_NOBEGIN : DatumGetTimestampTz(earliest);
 	AtEOXact_GUC(true, nest);
+	scd2_load_forget_relation(&unknown);
 	st.run_id = scd2_changelog_write(cfg, st.log_prepared, false);
 
 	UnregisterSnapshot(st.snap);

@@ -12,6 +12,7 @@
 #include "executor/spi.h"
 #include "tcop/dest.h"
 #include "utils/guc.h"
+#include "utils/queryenvironment.h"
 #include "utils/tuplestore.h"
 
 #include "common/common.h"
@@ -156,6 +157,41 @@ scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
 	force_probing(st, driving_rows);
 	run_statement(st, sql, 0, NULL, NULL, dest, sorted_staging, SPI_OK_SELECT, what);
 	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * Rows a step of the load computed (a query's, through its receiver), kept
+ * in rel->store with the row type desc, as the named relation rel->name
+ * that the load's next statements read, as a trigger's transition table
+ * is read.  It lives until scd2_load_forget_relation, or the end of the SPI
+ * connection.
+ */
+void
+scd2_load_register_relation(LoadRelation *rel, TupleDesc desc)
+{
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+
+	enr->md.name = pstrdup(rel->name);
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = (double) rel->rows;
+	enr->reldata = rel->store;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "scd2: registering relation \"%s\" failed", rel->name);
+	rel->registered = true;
+}
+
+/* The relation of scd2_load_register_relation forgotten, its rows freed. */
+void
+scd2_load_forget_relation(LoadRelation *rel)
+{
+	if (rel->registered && SPI_unregister_relation(rel->name) != SPI_OK_REL_UNREGISTER)
+		elog(ERROR, "scd2: forgetting relation \"%s\" failed", rel->name);
+	rel->registered = false;
+	if (rel->store)
+		tuplestore_end(rel->store);
+	rel->store = NULL;
 }
 
 /*

@@ -79,6 +79,18 @@ extern void scd2_load_exec_probing_into(LoadState *st, double driving_rows, cons
 										struct _DestReceiver *dest, Oid sorted_staging,
 										const char *what);
 extern void scd2_load_exec_parallel(LoadState *st, const char *sql, const char *what);
+
+/* Rows a step computed, as a named relation of the load's next statements. */
+typedef struct LoadRelation
+{
+	const char *name;			/* as the statements name it (unqualified) */
+	Tuplestorestate *store;		/* its rows */
+	uint64		rows;
+	bool		registered;
+} LoadRelation;
+
+extern void scd2_load_register_relation(LoadRelation *rel, TupleDesc desc);
+extern void scd2_load_forget_relation(LoadRelation *rel);
 extern void scd2_load_record_change_log(LoadState *st, const char *sql, bool probing);
 extern void scd2_load_record_inserted_keys(LoadState *st, const char *chg);
 extern void scd2_store_feed(Tuplestorestate *store, TupleDesc desc);

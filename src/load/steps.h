@@ -48,6 +48,7 @@ extern void scd2_progress_end(void);
 
 /* validate.c */
 extern int64 scd2_validate_staging(LoadState *st, bool *several);
+extern void scd2_refuse_bad_staging(LoadState *st, int64 null_keys, int64 null_eff, int64 non_finite);
 extern void scd2_validate_sequence(LoadState *st);
 extern void scd2_check_before_current_valid_to(LoadState *st);
 

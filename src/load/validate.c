@@ -149,34 +149,17 @@ scd2_sql_nonfinite_row(const Scd2Config *cfg)
 }
 
 /*
- * Step 3: NULL keys and NULL effective times are refused; the same scan
- * tells whether some key has several staging rows (*several; NULL: not
- * asked, as scd2.infer_members does not: a plainer scan).
+ * A batch with null_keys rows of a NULL key, null_eff of a NULL effective
+ * time or non_finite of an infinite one refused, naming a row of each
+ * kind: nothing was loaded.  Returns when all three are 0.
  */
-int64
-scd2_validate_staging(LoadState *st, bool *several)
+void
+scd2_refuse_bad_staging(LoadState *st, int64 null_keys, int64 null_eff, int64 non_finite)
 {
 	const Scd2Config *cfg = st->cfg;
-	int64		rows;
-	int64		null_keys;
-	int64		null_eff;
-	int64		non_finite;
 	char	   *row;
 	char	   *column;
 
-	scd2_load_exec_parallel(st, scd2_sql_validate(cfg, several != NULL), "validating the staging table");
-	rows = scd2_spi_int8(0, 1);
-	null_keys = scd2_spi_int8(0, 2);
-	null_eff = scd2_spi_int8(0, 3);
-	if (several)
-		*several = scd2_spi_int8(0, 4) > 0;
-	non_finite = scd2_spi_int8(0, 5);
-	{
-		Datum		earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6,
-											 &st->no_earliest);
-
-		st->earliest = st->no_earliest ? 0 : DatumGetTimestampTz(earliest);
-	}
 	if (null_keys == 0 && null_eff == 0)
 	{
 		if (non_finite > 0)
@@ -192,7 +175,7 @@ scd2_validate_staging(LoadState *st, bool *several)
 					 errhint("Fix the effective time of the %lld row(s) concerned (an open end is NULL, not infinity); nothing was loaded.",
 							 (long long) non_finite)));
 		}
-		return rows;
+		return;
 	}
 
 	scd2_load_exec(st, scd2_sql_bad_row(cfg), SPI_OK_SELECT, "finding a bad staging row");
@@ -211,7 +194,37 @@ scd2_validate_staging(LoadState *st, bool *several)
 			 errdetail("Column \"%s\" is NULL in row %s.", cfg->eff_name, row),
 			 errhint("Fill in the effective time of the %lld row(s) concerned; nothing was loaded.",
 					 (long long) null_eff)));
-	return rows;				/* not reached */
+}
+
+/*
+ * Step 3: NULL keys and NULL effective times are refused; the same scan
+ * tells whether some key has several staging rows (*several; NULL: not
+ * asked: a plainer scan).  Returns the number of staging rows.
+ */
+int64
+scd2_validate_staging(LoadState *st, bool *several)
+{
+	const Scd2Config *cfg = st->cfg;
+	int64		rows;
+	int64		null_keys;
+	int64		null_eff;
+	int64		non_finite;
+
+	scd2_load_exec_parallel(st, scd2_sql_validate(cfg, several != NULL), "validating the staging table");
+	rows = scd2_spi_int8(0, 1);
+	null_keys = scd2_spi_int8(0, 2);
+	null_eff = scd2_spi_int8(0, 3);
+	if (several)
+		*several = scd2_spi_int8(0, 4) > 0;
+	non_finite = scd2_spi_int8(0, 5);
+	{
+		Datum		earliest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6,
+											 &st->no_earliest);
+
+		st->earliest = st->no_earliest ? 0 : DatumGetTimestampTz(earliest);
+	}
+	scd2_refuse_bad_staging(st, null_keys, null_eff, non_finite);
+	return rows;
 }
 
 /*
