@@ -382,6 +382,30 @@ INSERT INTO kfacts VALUES (NULL, 'z', '2024-01-01');
 SELECT scd2.infer_members('kfacts', 'kdim', 'sold_at');          -- a NULL key, after known keys
 SELECT scd2_test.checksum('inf.kdim') = s AS nothing_written FROM inf.kdim_before;
 
+-- A key whose domain's CHECK runs PL/pgSQL with an EXCEPTION block: each
+-- fact's conversion aborts a subtransaction, which closes the as-of map
+-- (as after any subtransaction's abort); the facts from there on are
+-- probed instead: the same members.
+CREATE FUNCTION inf.code_ok(v text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        RAISE EXCEPTION 'undo';
+    EXCEPTION WHEN OTHERS THEN
+        NULL;
+    END;
+    RETURN v <> 'bad';
+END $$;
+CREATE DOMAIN inf.code AS text CHECK (inf.code_ok(VALUE));
+CREATE TABLE ddom (sk bigint GENERATED ALWAYS AS IDENTITY, k inf.code NOT NULL, city text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz,
+                   is_inferred boolean NOT NULL DEFAULT false);
+INSERT INTO ddom (k, city, valid_from) VALUES ('a', 'Oslo', '2024-01-01'), ('b', 'Rome', '2024-01-01');
+SELECT scd2.register('ddom', ARRAY['k'], surrogate_key_column => 'sk', inferred_column => 'is_inferred');
+CREATE TABLE dfacts (k text, sold_at timestamptz);
+INSERT INTO dfacts VALUES ('a', '2024-02-01'), ('c', '2024-02-03'), ('b', '2024-02-01'), ('c', '2024-02-02'), ('d', '2024-03-01');
+SELECT scd2.infer_members('dfacts', 'ddom', 'sold_at') AS inferred;
+SELECT k, city, valid_from, is_inferred FROM ddom ORDER BY k;
+
 -- A hash-partitioned dimension (scd2.asof does not read it: no map).
 CREATE TABLE pdim (sk bigint GENERATED ALWAYS AS IDENTITY, id int NOT NULL, city text,
                    valid_from timestamptz NOT NULL, valid_to timestamptz,

@@ -207,7 +207,14 @@ extern bool scd2_asof_map_has_key(AsofCache *c);
 
 /* known.c: whether business keys have a version, asked from C */
 extern AsofCache *scd2_asof_known_begin(Oid relid, int nkeys, const Oid *keytypes);
-extern bool scd2_asof_known(AsofCache *c, const Datum *keys);
+typedef enum AsofKnown
+{
+	ASOF_UNKNOWN,
+	ASOF_KNOWN,
+	ASOF_NO_ANSWER				/* the map is gone (known.c) */
+} AsofKnown;
+
+extern AsofKnown scd2_asof_known(AsofCache *c, const Datum *keys);
 extern void scd2_asof_known_end(AsofCache *c);
 
 #endif							/* SCD2_ASOF_H */

@@ -72,13 +72,22 @@ scd2_asof_known_begin(Oid relid, int nkeys, const Oid *keytypes)
 	return c;
 }
 
-/* Whether the business key keys[] (none NULL) has a version. */
-bool
+/*
+ * Whether the business key keys[] (none NULL) has a version: ASOF_KNOWN
+ * or ASOF_UNKNOWN; ASOF_NO_ANSWER once the map is gone -- the abort of a
+ * subtransaction closes every open scan and frees its map (scan.c), and
+ * code of the dimension's owner that runs during the caller's query (a
+ * domain's CHECK in PL/pgSQL with an EXCEPTION block) may abort one.  The
+ * caller then asks the dimension itself, as when no map was built.
+ */
+AsofKnown
 scd2_asof_known(AsofCache *c, const Datum *keys)
 {
+	if (!c->open || c->map_state != MAP_READY || c->map == NULL)
+		return ASOF_NO_ANSWER;
 	for (int i = 0; i < c->nkeys; i++)
 		c->scankeys[i].sk_argument = keys[i];
-	return scd2_asof_map_has_key(c);
+	return scd2_asof_map_has_key(c) ? ASOF_KNOWN : ASOF_UNKNOWN;
 }
 
 /* The cache closed and freed. */

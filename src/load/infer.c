@@ -100,8 +100,9 @@ sql_search(const Scd2Config *cfg)
  * after the scan) and kept, in a tuplestore, unless the dimension has a
  * version of its key.  Whether it has is asked of scd2.asof's bulk map,
  * built at the scan's start (asof/known.c): one random read per fact.
- * Without a map (the dimension too large for scd2.asof_map_memory) every
- * fact is kept and the INSERT's NOT EXISTS probes decide.
+ * Without a map (the dimension too large for scd2.asof_map_memory, or the
+ * map lost halfway: asof/known.c) every fact is kept, from there on, and
+ * the INSERT's NOT EXISTS probes decide.
  *
  * Measured on PostgreSQL 15 (1M facts over 1M keys, 1% unknown,
  * bench/infer.sh): a query that filters the facts with scd2.asof(...) IS
@@ -189,8 +190,19 @@ search_receive(TupleTableSlot *slot, DestReceiver *self)
 	/* a batch with a bad fact is refused: nothing more to keep */
 	if (bad || r->null_keys + r->null_times + r->non_finite > 0)
 		return true;
-	if (r->known != NULL && scd2_asof_known(r->known, slot->tts_values))
-		return true;
+	if (r->known != NULL)
+	{
+		AsofKnown	k = scd2_asof_known(r->known, slot->tts_values);
+
+		if (k == ASOF_KNOWN)
+			return true;
+		if (k == ASOF_NO_ANSWER)
+		{
+			/* from here on the INSERT's probes decide, as without a map */
+			scd2_asof_known_end(r->known);
+			r->known = NULL;
+		}
+	}
 	tuplestore_puttupleslot(r->unknown->store, slot);
 	r->unknown->rows++;
 	return true;
