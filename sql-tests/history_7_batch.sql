@@ -243,10 +243,11 @@ SELECT regexp_replace(histops.try(format('SELECT count(*) FROM scd2.changes(%s)'
 -- 8. A batch of more than one chunk (issue 51): its arrays are written
 --    65,536 rows to a row of scd2.change_log_batches (load/batch_log.c).
 --    Order-free twins (the twin logged row by row): the feed of a
---    74,900-row batch, the same after a later order-free load moved and
---    removed versions of both chunks (pinned in each), dimension_at as
---    known at, and the reverts equal the twin's; the batch's rows
---    rewritten as one row (as 0.4 wrote them) read and revert the same.
+--    74,900-row batch, dimension_at as known at before and after it, the
+--    feed again after a later order-free load moved and removed versions
+--    of both chunks (pinned in each), and the reverts equal the twin's;
+--    the batch's rows rewritten as one row (as 0.4 wrote them) read and
+--    revert the same.
 CREATE TABLE cdim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NOT NULL, v text,
                    valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
 CREATE TABLE ctwin (LIKE cdim INCLUDING ALL);
@@ -296,6 +297,8 @@ $$;
 -- batch: each of them changed (or every 100th deleted), 55,000 new keys.
 INSERT INTO cstg (id, v, eff) SELECT g, 'a', '2025-01-01' FROM generate_series(1, 10000) g;
 CALL histops.cload(1);
+SELECT greatest(histops.known_since(dim_run), histops.known_since(twin_run)) AS first_known
+  FROM histops.crun WHERE step = 1 \gset
 TRUNCATE cstg;
 INSERT INTO cstg (id, v, eff, del)
 SELECT g, CASE WHEN g % 100 <> 0 THEN 'b' END, '2025-01-05', g % 100 = 0 FROM generate_series(1, 10000) g;
@@ -314,6 +317,11 @@ SELECT count(*) AS feed_rows_without_their_key FROM histops.cfeed f
  WHERE NOT EXISTS (SELECT FROM cdim d WHERE d.sk = f.surrogate_key AND d.id = (f.business_key ->> 'id')::int
                                           AND d.valid_from = f.valid_from);
 SELECT greatest(histops.known_since(:big), histops.known_since(:big_twin)) AS big_known \gset
+-- (as known before the batch: undone from its chunks; a later order-free
+-- load that moves versions makes dimension_at refuse such a known_at)
+SELECT count(*) AS comparisons, sum(histops.cknown(x.at, k.at)) AS different
+  FROM (VALUES ('2025-01-03'::timestamptz), ('2025-01-05'), ('2025-01-06')) x(at),
+       (VALUES (:'first_known'::timestamptz), (:'big_known'::timestamptz)) k(at);
 -- A late load: identical events a day earlier (the version then starts
 -- earlier: 'extend') and deletes at a version's very start ('remove'),
 -- for versions the batch inserted at every 2,000th place of each chunk.
@@ -339,12 +347,9 @@ SELECT count(*) AS chunks, count(business_keys) AS chunks_pinned
 SELECT histops.cfeeds(:big, :big_twin) AS feeds_after_the_late_load,
        (SELECT count(*) FROM (SELECT * FROM scd2.changes(:big) WITH ORDINALITY
                               EXCEPT SELECT * FROM histops.cfeed) x) AS feed_differences;
-SELECT count(*) AS comparisons, sum(histops.cknown(x.at, k.at)) AS different
-  FROM (VALUES ('2025-01-03'::timestamptz), ('2025-01-04 12:00'), ('2025-01-05'), ('2025-01-06')) x(at),
-       (VALUES (:'big_known'::timestamptz), (now())) k(at);
 SELECT histops.checksum('cdim', ARRAY['sk']) = histops.checksum('ctwin', ARRAY['sk']) AS same_as_twin;
--- The batch as one row (chunk 0, as 0.4 wrote it): the feed, dimension_at
--- as known at and the reverts the same; rolled back.
+-- The batch as one row (chunk 0, as 0.4 wrote it): the feed and the
+-- reverts the same; rolled back.
 BEGIN;
 CREATE TEMP TABLE one_row AS
 SELECT array_agg(u.sk ORDER BY b.chunk, u.i) AS sk, array_agg(u.a ORDER BY b.chunk, u.i) AS a,
@@ -360,8 +365,7 @@ SELECT :big, 0, sk, a, vt, bk, vf FROM one_row;
 SELECT count(*) AS chunks, sum(cardinality(surrogate_keys)) AS rows_logged FROM scd2.change_log_batches WHERE run_id = :big;
 SELECT (SELECT count(*) FROM (SELECT * FROM scd2.changes(:big) WITH ORDINALITY
                               EXCEPT SELECT * FROM histops.cfeed) x) AS feed_differences,
-       (SELECT count(*) FROM scd2.changes(:big)) = (SELECT count(*) FROM histops.cfeed) AS same_count,
-       histops.cknown('2025-01-04 12:00', :'big_known') + histops.cknown('2025-01-05', :'big_known') AS known_at_different;
+       (SELECT count(*) FROM scd2.changes(:big)) = (SELECT count(*) FROM histops.cfeed) AS same_count;
 SELECT scd2.revert(dim_run) > 0 AS reverted FROM histops.crun WHERE step = 3;
 SELECT scd2.revert(dim_run) > 0 AS reverted FROM histops.crun WHERE step = 2;
 SELECT histops.checksum('cdim') AS one_row_dim, histops.clog(:big) AS one_row_log \gset
