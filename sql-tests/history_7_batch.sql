@@ -312,6 +312,12 @@ SELECT count(*) AS chunks, array_agg(cardinality(surrogate_keys) ORDER BY chunk)
   FROM scd2.change_log_batches WHERE run_id = :big;
 SELECT histops.chfeeds(:big, :big_twin) AS feeds;
 CREATE TABLE histops.chfeed AS SELECT * FROM scd2.changes(:big) WITH ORDINALITY;
+-- The rows of a run's feed that differ from it (or are missing on a side).
+CREATE FUNCTION histops.chfeed_differences(r bigint) RETURNS bigint LANGUAGE sql AS $$
+    SELECT count(*) FROM (SELECT * FROM scd2.changes(r) WITH ORDINALITY) c
+      FULL JOIN histops.chfeed f ON f.ordinality = c.ordinality
+     WHERE ROW(c.*) IS DISTINCT FROM ROW(f.*)
+$$;
 -- every surrogate key of the feed its row's
 SELECT count(*) AS feed_rows_without_their_key FROM histops.chfeed f
  WHERE NOT EXISTS (SELECT FROM chdim d WHERE d.sk = f.surrogate_key AND d.id = (f.business_key ->> 'id')::int
@@ -319,9 +325,8 @@ SELECT count(*) AS feed_rows_without_their_key FROM histops.chfeed f
 SELECT greatest(histops.known_since(:big), histops.known_since(:big_twin)) AS big_known \gset
 -- (as known before the batch: undone from its chunks; a later order-free
 -- load that moves versions makes dimension_at refuse such a known_at)
-SELECT count(*) AS comparisons, sum(histops.chknown(x.at, k.at)) AS different
-  FROM (VALUES ('2025-01-03'::timestamptz), ('2025-01-05'), ('2025-01-06')) x(at),
-       (VALUES (:'first_known'::timestamptz), (:'big_known'::timestamptz)) k(at);
+SELECT histops.chknown('2025-01-05', :'first_known') AS different_known_before,
+       histops.chknown('2025-01-05', :'big_known') AS different_known_after;
 -- A late load: identical events a day earlier (the version then starts
 -- earlier: 'extend') and deletes at a version's very start ('remove'),
 -- for versions the batch inserted at every 2,000th place of each chunk.
@@ -344,9 +349,7 @@ SELECT a.extended > 0 AND a.removed > 0 AS moved, a.extended = t.extended AND a.
  WHERE r.step = 3 AND a.run_id = r.dim_run AND t.run_id = r.twin_run;
 SELECT count(*) AS chunks, count(business_keys) AS chunks_pinned
   FROM scd2.change_log_batches WHERE run_id = :big;
-SELECT histops.chfeeds(:big, :big_twin) AS feeds_after_the_late_load,
-       (SELECT count(*) FROM (SELECT * FROM scd2.changes(:big) WITH ORDINALITY
-                              EXCEPT SELECT * FROM histops.chfeed) x) AS feed_differences;
+SELECT histops.chfeed_differences(:big) AS feed_differences_after_the_late_load;
 SELECT histops.checksum('chdim', ARRAY['sk']) = histops.checksum('chtwin', ARRAY['sk']) AS same_as_twin;
 -- The batch as one row (chunk 0, as 0.4 wrote it): the feed and the
 -- reverts the same; rolled back.
@@ -363,9 +366,7 @@ DELETE FROM scd2.change_log_batches WHERE run_id = :big;
 INSERT INTO scd2.change_log_batches (run_id, chunk, surrogate_keys, actions, valid_to, business_keys, valid_from)
 SELECT :big, 0, sk, a, vt, bk, vf FROM one_row;
 SELECT count(*) AS chunks, sum(cardinality(surrogate_keys)) AS rows_logged FROM scd2.change_log_batches WHERE run_id = :big;
-SELECT (SELECT count(*) FROM (SELECT * FROM scd2.changes(:big) WITH ORDINALITY
-                              EXCEPT SELECT * FROM histops.chfeed) x) AS feed_differences,
-       (SELECT count(*) FROM scd2.changes(:big)) = (SELECT count(*) FROM histops.chfeed) AS same_count;
+SELECT histops.chfeed_differences(:big) AS feed_differences;
 SELECT scd2.revert(dim_run) > 0 AS reverted FROM histops.chrun WHERE step = 3;
 SELECT scd2.revert(dim_run) > 0 AS reverted FROM histops.chrun WHERE step = 2;
 SELECT histops.checksum('chdim') AS one_row_dim, histops.chlog(:big) AS one_row_log \gset
@@ -379,5 +380,4 @@ SELECT histops.checksum('chdim', ARRAY['sk']) = histops.checksum('chtwin', ARRAY
        histops.checksum('chdim') = :'one_row_dim' AS same_as_from_one_row,
        histops.chlog(:big) = :'one_row_log' AS log_as_from_one_row,
        histops.chlog(:big, ARRAY['surrogate_key']) = histops.chlog(:big_twin, ARRAY['surrogate_key']) AS log_as_twin,
-       (SELECT count(*) FROM scd2.change_log_batches WHERE run_id = :big) AS chunks_left,
-       histops.chfeeds(:big, :big_twin) AS feeds_reverted;
+       (SELECT count(*) FROM scd2.change_log_batches WHERE run_id = :big) AS chunks_left;
