@@ -36,9 +36,10 @@
 #                       keys and every 10th existing key changed, one row
 #                       each.  Default N/2 (at 200k: 110k rows written, two
 #                       chunks of the change log); 0: none.  The run of
-#                       docs/PERFORMANCE.md: HUGE_ROWS=40000
-#                       HUGE_LOGGED_ROWS=1900000 HUGE_WORK_MEM=4MB
-#                       HUGE_RELOAD=0 (1.9M rows written)
+#                       docs/PERFORMANCE.md: HUGE_ROWS=120000
+#                       HUGE_LOGGED_ROWS=1900000 HUGE_WORK_MEM=
+#                       HUGE_RELOAD=0 at the server's default settings
+#                       (1,906,000 rows written)
 #   HUGE_LOG_CONTEXTS=0 every this many seconds, log the loading backend's
 #                       memory contexts to the server log
 #                       (pg_log_backend_memory_contexts; 0: never)
