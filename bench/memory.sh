@@ -5,7 +5,8 @@
 # rows each, the general timeline path) once per work_mem setting and prints
 # the load's peak RssAnon (the backend's private memory; shared_buffers is
 # RssShmem and not in it) next to work_mem and the bound the test checks
-# (hash_mem + temp_buffers + 32 MB).
+# (hash_mem + temp_buffers + 32 MB), and the peak of the batch logged by
+# surrogate keys that follows (HUGE_LOGGED_ROWS: ROWS/2 by default).
 #
 #   ROWS=10000000          staging rows (a 10M load takes 3-6 minutes)
 #   WORK_MEMS="4MB 64MB"   the settings, passed to the load's session
@@ -43,17 +44,19 @@ summarise() {
         print line; t = "" }' "$1"
 }
 
-printf '%-12s %-9s %-9s %-11s %-9s %-8s %s\n' load_memory work_mem hash_mem "peak (MB)" "limit" "load (s)" "peak - hash_mem (MB)"
+printf '%-12s %-9s %-9s %-11s %-9s %-8s %-21s %s\n' load_memory work_mem hash_mem "peak (MB)" "limit" "load (s)" "peak - hash_mem (MB)" \
+    "batch logged by keys: peak (MB)"
 for lm in $LOAD_MEMORY; do
 for wm in $WORK_MEMS; do
     [ -n "$SERVER_LOG" ] && start=$(wc -l < "$SERVER_LOG")
     out=$(PGOPTIONS="${PGOPTIONS:-} -c scd2.load_memory=$lm" HUGE_WORK_MEM=$wm HUGE_ROWS=$ROWS HUGE_RELOAD=0 HUGE_LOG_CONTEXTS=$LOG_CONTEXTS test/huge_batch/run.sh 2>&1)
     limit=$(sed -n 's/.*: limit \([0-9]*\) MB$/\1/p' <<<"$out")
     hash=$(sed -n 's/.*hash_mem \([0-9]*\) MB.*/\1/p' <<<"$out")
-    peak=$(sed -n 's/.*(RssAnon): \([0-9]*\) MB$/\1/p' <<<"$out")
+    peak=$(sed -n 's/^# load: .*(RssAnon): \([0-9]*\) MB$/\1/p' <<<"$out")
+    logged=$(sed -n 's/^# batch logged by surrogate keys .*(RssAnon): \([0-9]*\) MB$/\1/p' <<<"$out")
     secs=$(sed -n 's/^# load: \([0-9.]*\) s.*/\1/p' <<<"$out")
-    printf '%-12s %-9s %-9s %-11s %-9s %-8.1f %s\n' "$lm" "$wm" "${hash}MB" "$peak" "${limit}MB" "${secs:-0}" \
-        "$(( ${peak:-0} - ${hash:-0} ))"
+    printf '%-12s %-9s %-9s %-11s %-9s %-8.1f %-21s %s\n' "$lm" "$wm" "${hash}MB" "$peak" "${limit}MB" "${secs:-0}" \
+        "$(( ${peak:-0} - ${hash:-0} ))" "${logged:--}"
     grep -q 'huge_batch: [0-9]* passed, 0 failed' <<<"$out" || { echo "$out" | grep -v '^ok'; }
     if [ -n "$SERVER_LOG" ] && [ "$LOG_CONTEXTS" -gt 0 ]; then
         tail -n +"$(( start + 1 ))" "$SERVER_LOG" > /tmp/scd2_memory_log.$$

@@ -239,3 +239,145 @@ SELECT count(*) AS batch_rows_left FROM scd2.change_log_batches b JOIN scd2.chan
  WHERE c.dimension = 'bserial'::regclass;
 SELECT regexp_replace(histops.try(format('SELECT count(*) FROM scd2.changes(%s)',
                       (SELECT max(run_id) FROM scd2.change_log_runs WHERE dimension = 'bserial'::regclass))), ' at .*;', ' at T;') AS pruned_feed;
+
+-- 8. A batch of more than one chunk (issue 51): its arrays are written
+--    65,536 rows to a row of scd2.change_log_batches (load/batch_log.c).
+--    Order-free twins (the twin logged row by row): the feed of a
+--    74,900-row batch, dimension_at as known at before and after it, the
+--    feed again after a later order-free load moved and removed versions
+--    of both chunks (pinned in each), and the reverts equal the twin's;
+--    the batch's rows rewritten as one row (as 0.4 wrote them) read and
+--    revert the same.
+CREATE TABLE chdim (sk bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id int NOT NULL, v text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz, is_current boolean NOT NULL DEFAULT true);
+CREATE TABLE chtwin (LIKE chdim INCLUDING ALL);
+CREATE TRIGGER bpass BEFORE INSERT ON chtwin FOR EACH ROW EXECUTE FUNCTION histops.bpass();
+CREATE TABLE chstg (id int, v text, eff timestamptz, del boolean DEFAULT false);
+SELECT scd2.register('chdim', ARRAY['id'], effective_column => 'eff', delete_column => 'del',
+                     surrogate_key_column => 'sk', order_free => true) IS NOT NULL AS registered,
+       scd2.register('chtwin', ARRAY['id'], effective_column => 'eff', delete_column => 'del',
+                     surrogate_key_column => 'sk', order_free => true) IS NOT NULL AS twin_registered;
+CREATE TABLE histops.chrun (step int, dim_run bigint, twin_run bigint);
+CREATE PROCEDURE histops.chload(step int)
+LANGUAGE plpgsql AS $$
+DECLARE
+    a bigint; b bigint;
+BEGIN
+    CALL scd2.apply('histops.chstg', 'histops.chdim', now(), a);
+    CALL scd2.apply('histops.chstg', 'histops.chtwin', now(), b);
+    INSERT INTO histops.chrun VALUES (step, a, b);
+END $$;
+-- The feeds of two runs: equal, in the same order (the surrogate keys
+-- aside: each dimension draws its own).
+CREATE FUNCTION histops.chfeeds(x bigint, y bigint) RETURNS text LANGUAGE sql AS $$
+    SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE a.ordinality IS NULL OR b.ordinality IS NULL
+                                                      OR a.action <> b.action OR a.business_key <> b.business_key
+                                                      OR a.valid_from <> b.valid_from
+                                                      OR a.valid_to IS DISTINCT FROM b.valid_to
+                                                      OR (a.surrogate_key IS NULL) <> (b.surrogate_key IS NULL)) || ' different'
+      FROM scd2.changes(x) WITH ORDINALITY a FULL JOIN scd2.changes(y) WITH ORDINALITY b ON a.ordinality = b.ordinality
+$$;
+-- dimension_at(..., known_at) of chdim against chtwin's: the rows that differ.
+CREATE FUNCTION histops.chknown(at timestamptz, known_at timestamptz) RETURNS bigint LANGUAGE sql AS $$
+    SELECT count(*) FROM (
+             (SELECT id, v, valid_from, valid_to, is_current FROM scd2.dimension_at(NULL::histops.chdim, at, known_at)
+              EXCEPT ALL
+              SELECT id, v, valid_from, valid_to, is_current FROM scd2.dimension_at(NULL::histops.chtwin, at, known_at))
+             UNION ALL
+             (SELECT id, v, valid_from, valid_to, is_current FROM scd2.dimension_at(NULL::histops.chtwin, at, known_at)
+              EXCEPT ALL
+              SELECT id, v, valid_from, valid_to, is_current FROM scd2.dimension_at(NULL::histops.chdim, at, known_at))) d
+$$;
+-- A run's rows in scd2.change_log (columns in drop left out): count and checksum.
+CREATE FUNCTION histops.chlog(r bigint, drop text[] DEFAULT '{}') RETURNS text LANGUAGE sql AS $$
+    SELECT count(*) || ':' || md5(coalesce(string_agg((to_jsonb(l) - 'run_id' - drop)::text, ',' ORDER BY (to_jsonb(l) - 'run_id' - drop)::text), ''))
+      FROM scd2.change_log l WHERE l.run_id = r
+$$;
+-- 10,000 keys (chdim's first load takes the first-load path), then the
+-- batch: each of them changed (or every 100th deleted), 55,000 new keys.
+INSERT INTO chstg (id, v, eff) SELECT g, 'a', '2025-01-01' FROM generate_series(1, 10000) g;
+CALL histops.chload(1);
+SELECT greatest(histops.known_since(dim_run), histops.known_since(twin_run)) AS first_known
+  FROM histops.chrun WHERE step = 1 \gset
+TRUNCATE chstg;
+INSERT INTO chstg (id, v, eff, del)
+SELECT g, CASE WHEN g % 100 <> 0 THEN 'b' END, '2025-01-05', g % 100 = 0 FROM generate_series(1, 10000) g;
+INSERT INTO chstg (id, v, eff) SELECT g, 'n', '2025-01-05' FROM generate_series(10001, 65000) g;
+CALL histops.chload(2);
+SELECT dim_run AS big, twin_run AS big_twin FROM histops.chrun WHERE step = 2 \gset
+SELECT count(*) AS chunks, array_agg(cardinality(surrogate_keys) ORDER BY chunk) AS chunk_rows,
+       array_agg(chunk ORDER BY chunk) AS chunk_numbers,
+       (SELECT count(*) FROM scd2.change_log WHERE run_id = :big) AS log_rows,
+       (SELECT count(*) FROM scd2.change_log WHERE run_id = :big_twin) AS twin_log_rows
+  FROM scd2.change_log_batches WHERE run_id = :big;
+SELECT histops.chfeeds(:big, :big_twin) AS feeds;
+CREATE TABLE histops.chfeed AS SELECT * FROM scd2.changes(:big) WITH ORDINALITY;
+-- The rows of a run's feed that differ from it (or are missing on a side).
+CREATE FUNCTION histops.chfeed_differences(r bigint) RETURNS bigint LANGUAGE sql AS $$
+    SELECT count(*) FROM (SELECT * FROM scd2.changes(r) WITH ORDINALITY) c
+      FULL JOIN histops.chfeed f ON f.ordinality = c.ordinality
+     WHERE ROW(c.*) IS DISTINCT FROM ROW(f.*)
+$$;
+-- every surrogate key of the feed its row's
+SELECT count(*) AS feed_rows_without_their_key FROM histops.chfeed f
+ WHERE NOT EXISTS (SELECT FROM chdim d WHERE d.sk = f.surrogate_key AND d.id = (f.business_key ->> 'id')::int
+                                          AND d.valid_from = f.valid_from);
+SELECT greatest(histops.known_since(:big), histops.known_since(:big_twin)) AS big_known \gset
+-- (as known before the batch: undone from its chunks; a later order-free
+-- load that moves versions makes dimension_at refuse such a known_at)
+SELECT histops.chknown('2025-01-05', :'first_known') AS different_known_before,
+       histops.chknown('2025-01-05', :'big_known') AS different_known_after;
+-- A late load: identical events a day earlier (the version then starts
+-- earlier: 'extend') and deletes at a version's very start ('remove'),
+-- for versions the batch inserted at every 2,000th place of each chunk.
+TRUNCATE chstg;
+INSERT INTO chstg (id, v, eff)
+SELECT d.id, d.v, d.valid_from - interval '1 day' FROM chdim d
+  JOIN scd2.change_log_batches b ON b.run_id = :big
+  JOIN unnest(b.surrogate_keys) WITH ORDINALITY u(sk, i) ON u.sk = d.sk
+ WHERE d.is_current AND u.i % 2000 = 1;
+INSERT INTO chstg (id, eff, del)
+SELECT d.id, d.valid_from, true FROM chdim d
+  JOIN scd2.change_log_batches b ON b.run_id = :big
+  JOIN unnest(b.surrogate_keys) WITH ORDINALITY u(sk, i) ON u.sk = d.sk
+ WHERE d.is_current AND u.i % 2000 = 1001;
+SELECT count(DISTINCT b.chunk) AS chunks_with_events FROM chstg s JOIN chdim d ON d.id = s.id AND d.is_current
+  JOIN scd2.change_log_batches b ON b.run_id = :big AND d.sk = ANY (b.surrogate_keys);
+CALL histops.chload(3);
+SELECT a.extended > 0 AND a.removed > 0 AS moved, a.extended = t.extended AND a.removed = t.removed AS as_twin
+  FROM scd2.audit_log a, scd2.audit_log t, histops.chrun r
+ WHERE r.step = 3 AND a.run_id = r.dim_run AND t.run_id = r.twin_run;
+SELECT count(*) AS chunks, count(business_keys) AS chunks_pinned
+  FROM scd2.change_log_batches WHERE run_id = :big;
+SELECT histops.chfeed_differences(:big) AS feed_differences_after_the_late_load;
+SELECT histops.checksum('chdim', ARRAY['sk']) = histops.checksum('chtwin', ARRAY['sk']) AS same_as_twin;
+-- The batch as one row (chunk 0, as 0.4 wrote it): the feed and the
+-- reverts the same; rolled back.
+BEGIN;
+CREATE TEMP TABLE one_row AS
+SELECT array_agg(u.sk ORDER BY b.chunk, u.i) AS sk, array_agg(u.a ORDER BY b.chunk, u.i) AS a,
+       array_agg(u.vt ORDER BY b.chunk, u.i) AS vt, array_agg(u.bk ORDER BY b.chunk, u.i) AS bk,
+       array_agg(u.vf ORDER BY b.chunk, u.i) AS vf
+  FROM scd2.change_log_batches b,
+       ROWS FROM (unnest(b.surrogate_keys), unnest(b.actions), unnest(b.valid_to), unnest(b.business_keys),
+                  unnest(b.valid_from)) WITH ORDINALITY AS u(sk, a, vt, bk, vf, i)
+ WHERE b.run_id = :big;
+DELETE FROM scd2.change_log_batches WHERE run_id = :big;
+INSERT INTO scd2.change_log_batches (run_id, chunk, surrogate_keys, actions, valid_to, business_keys, valid_from)
+SELECT :big, 0, sk, a, vt, bk, vf FROM one_row;
+SELECT count(*) AS chunks, sum(cardinality(surrogate_keys)) AS rows_logged FROM scd2.change_log_batches WHERE run_id = :big;
+SELECT histops.chfeed_differences(:big) AS feed_differences;
+SELECT scd2.revert(dim_run) > 0 AS reverted FROM histops.chrun WHERE step = 3;
+SELECT scd2.revert(dim_run) > 0 AS reverted FROM histops.chrun WHERE step = 2;
+SELECT histops.checksum('chdim') AS one_row_dim, histops.chlog(:big) AS one_row_log \gset
+ROLLBACK;
+-- The reverts, newest first: each the same as the twin's, and as from one row.
+SELECT scd2.revert(dim_run) > 0 AS reverted, scd2.revert(twin_run) > 0 AS twin_reverted
+  FROM histops.chrun WHERE step = 3;
+SELECT scd2.revert(dim_run) > 0 AS reverted, scd2.revert(twin_run) > 0 AS twin_reverted
+  FROM histops.chrun WHERE step = 2;
+SELECT histops.checksum('chdim', ARRAY['sk']) = histops.checksum('chtwin', ARRAY['sk']) AS same_as_twin,
+       histops.checksum('chdim') = :'one_row_dim' AS same_as_from_one_row,
+       histops.chlog(:big) = :'one_row_log' AS log_as_from_one_row,
+       histops.chlog(:big, ARRAY['surrogate_key']) = histops.chlog(:big_twin, ARRAY['surrogate_key']) AS log_as_twin,
+       (SELECT count(*) FROM scd2.change_log_batches WHERE run_id = :big) AS chunks_left;

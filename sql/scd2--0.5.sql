@@ -2076,3 +2076,19 @@ COMMENT ON TABLE scd2.arrival_memory IS
 DROP INDEX scd2.arrival_memory_effective_idx;
 CREATE INDEX arrival_memory_live_idx ON scd2.arrival_memory (dimension, effective)
     WHERE dropped_by IS NULL;
+
+------------------------------------------------------------------------------
+-- Issue 51: a batch logged by surrogate keys is written in chunks, one row
+-- of at most 65,536 of its rows each (src/load/batch_log.c), so that a load
+-- holds a few MB of its change log whatever the batch (one row of a 1.9M-row
+-- batch's arrays took 97 MB in the backend).  A batch's rows are read back
+-- in chunk order, as one; the rows written before 0.5 are chunk 0.
+------------------------------------------------------------------------------
+ALTER TABLE scd2.change_log_batches ADD COLUMN chunk integer NOT NULL DEFAULT 0;
+ALTER TABLE scd2.change_log_batches ALTER COLUMN chunk DROP DEFAULT;
+ALTER TABLE scd2.change_log_batches DROP CONSTRAINT change_log_batches_pkey;
+ALTER TABLE scd2.change_log_batches ADD CONSTRAINT change_log_batches_pkey PRIMARY KEY (run_id, chunk);
+COMMENT ON COLUMN scd2.change_log_batches.chunk IS
+    'the batch''s rows in this row: the chunk-th 65,536 of them, in the order the load wrote them (0: the first)';
+COMMENT ON TABLE scd2.change_log_batches IS
+    'scd2 change log: a batch logged by the surrogate keys of the rows it wrote (one row per chunk of at most 65,536 of them; scd2.change_log holds none of its rows)';

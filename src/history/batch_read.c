@@ -77,25 +77,112 @@ inserted_sql(const char *expr)
 }
 
 /*
+ * The arrays of a run logged in several chunks (SPI holds its rows, in
+ * chunk order: the arrays, their length, the chunk), one after the other
+ * into b, as one row holding them would have them: the business keys and
+ * valid_from of a chunk no later load pinned are NULL at its places, and
+ * none at all when no chunk is pinned.  A chunk whose arrays differ in
+ * length from its surrogate keys is an error naming the run.
+ */
+static void
+concat_chunks(int64 run_id, Scd2BatchLog *b)
+{
+	static const Oid elem[5] = {INT8OID, CHAROID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID};
+	static const char *const column[5] = {"surrogate_keys", "actions", "valid_to", "business_keys", "valid_from"};
+	uint64		nchunks = SPI_processed;
+	int			total = 0;
+	bool		isnull;
+
+	b->pinned = false;
+	for (uint64 r = 0; r < nchunks; r++)
+	{
+		total += (int) scd2_spi_int8(r, 6);
+		(void) SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 4, &isnull);
+		b->pinned |= !isnull;
+	}
+	b->n = total;
+	for (int c = 0; c < (b->pinned ? 5 : 3); c++)
+	{
+		Datum	   *values = palloc(sizeof(Datum) * Max(total, 1));
+		bool	   *nulls = palloc(sizeof(bool) * Max(total, 1));
+		int			at = 0;
+		int16		len;
+		bool		byval;
+		char		align;
+		int			dims[1] = {total};
+		int			lbs[1] = {1};
+
+		get_typlenbyvalalign(elem[c], &len, &byval, &align);
+		for (uint64 r = 0; r < nchunks; r++)
+		{
+			int			rows = (int) scd2_spi_int8(r, 6);
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1, &isnull);
+			ArrayType  *arr;
+			Datum	   *v;
+			bool	   *vn;
+			int			n;
+
+			if (isnull)			/* (a chunk not pinned: the others are NOT NULL) */
+			{
+				memset(nulls + at, true, sizeof(bool) * rows);
+				memset(values + at, 0, sizeof(Datum) * rows);
+				at += rows;
+				continue;
+			}
+			arr = DatumGetArrayTypeP(d);
+			deconstruct_array(arr, elem[c], len, byval, align, &v, &vn, &n);
+			if (n != rows)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("the change log of run %lld is inconsistent", (long long) run_id),
+						 errdetail("Its chunk %lld in scd2.change_log_batches holds %d surrogate keys but %d values in column %s: it was written otherwise than by scd2.",
+								   (long long) scd2_spi_int8(r, 7), rows, n, column[c]),
+						 errhint("Restore that row from a backup.")));
+			memcpy(values + at, v, sizeof(Datum) * n);
+			memcpy(nulls + at, vn, sizeof(bool) * n);
+			at += n;
+			pfree(v);
+			pfree(vn);
+			if (byval && (Pointer) arr != DatumGetPointer(d))
+				pfree(arr);		/* (a detoasted copy no value points into) */
+		}
+		b->arrays[c] = PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs, elem[c], len, byval,
+														  align));
+	}
+}
+
+/*
  * The arrays of a run logged by surrogate keys, as the extension owner;
- * false when the run was not (or the table is not installed).
+ * false when the run was not (or the table is not installed).  A run
+ * logged in chunks (load/batch_log.c) is read as one: its chunks' arrays
+ * one after the other, in chunk order -- the order in which the load
+ * wrote the rows, as one row of the whole batch held them before 0.5.
  */
 bool
 scd2_batch_read(int64 run_id, Scd2BatchLog *b)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
+	bool		chunked;
 	bool		isnull;
 
 	memset(b, 0, sizeof(*b));
 	if (!scd2_changelog_batch_installed())
 		return false;
-	scd2_exec_catalog("SELECT b.surrogate_keys, b.actions, b.valid_to, b.business_keys, b.valid_from,"
-					  "       pg_catalog.cardinality(b.surrogate_keys)"
-					  "  FROM scd2.change_log_batches b WHERE b.run_id OPERATOR(pg_catalog.=) $1",
+	chunked = scd2_changelog_batch_chunked();
+	scd2_exec_catalog(psprintf("SELECT b.surrogate_keys, b.actions, b.valid_to, b.business_keys, b.valid_from,"
+							   "       pg_catalog.cardinality(b.surrogate_keys), %s"
+							   "  FROM scd2.change_log_batches b WHERE b.run_id OPERATOR(pg_catalog.=) $1%s",
+							   chunked ? "CAST(b.chunk AS pg_catalog.int8)" : "CAST(0 AS pg_catalog.int8)",
+							   chunked ? " ORDER BY b.chunk" : ""),
 					  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
 	if (SPI_processed == 0)
 		return false;
+	if (SPI_processed > 1)
+	{
+		concat_chunks(run_id, b);
+		return true;
+	}
 	for (int i = 0; i < 5; i++)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
@@ -306,7 +393,7 @@ scd2_batch_collect(Datum run_ids, const char *dim_name, bool inserted_only, Datu
 	}
 	if (scd2_changelog_batch_installed())
 	{
-		scd2_exec_catalog("SELECT b.run_id FROM scd2.change_log_batches b"
+		scd2_exec_catalog("SELECT DISTINCT b.run_id FROM scd2.change_log_batches b"
 						  " WHERE b.run_id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY b.run_id",
 						  1, argtypes, values, NULL, true, SPI_OK_SELECT, "reading the change log");
 		batches = palloc(sizeof(Datum) * Max(SPI_processed, 1));

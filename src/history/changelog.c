@@ -542,33 +542,48 @@ scd2_changelog_batch_installed(void)
 }
 
 /*
+ * Whether a load can log a batch by surrogate keys: 0.5's table, which
+ * holds a batch in chunks (its column chunk; load/batch_log.c).  A 0.4
+ * table -- the library updated, ALTER EXTENSION scd2 UPDATE not run yet
+ * -- is still read and pinned (each of its batches one row, as a chunk 0),
+ * and loads log row by row meanwhile.
+ */
+bool
+scd2_changelog_batch_chunked(void)
+{
+	return scd2_changelog_batch_installed() && scd2_installed("change_log_batches", "chunk");
+}
+
+/*
  * The change log of a batch logged by surrogate keys (load/batch_log.c):
- * the header, and one scd2.change_log_batches row with the three arrays
- * the load computed (surrogate keys, "char" actions, valid_to as logged),
- * as the extension owner.  The work table goes unused.  Returns the run id.
+ * its header, as the extension owner.  The work table goes unused.
+ * Returns the run id; the batch's rows follow (scd2_changelog_write_batch_chunk).
  */
 int64
-scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arrays)
+scd2_changelog_write_batch_header(const Scd2Config *cfg)
 {
-	Oid			argtypes[6] = {INT8OID, INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID, JSONBARRAYOID,
-	TIMESTAMPTZARRAYOID};
-	Datum		values[6];
-	char		nulls[7] = "      ";
 	int64		run_id = write_run_header(cfg, text_before_images(), -1);
 
-	values[0] = Int64GetDatum(run_id);
-	for (int i = 0; i < 5; i++)
-	{
-		values[i + 1] = arrays[i];
-		if (arrays[i] == (Datum) 0)
-			nulls[i + 1] = 'n';	/* business keys and valid_from: pinned later */
-	}
-	scd2_exec_catalog("INSERT INTO scd2.change_log_batches (run_id, surrogate_keys, actions, valid_to,"
-					  " business_keys, valid_from) VALUES ($1, $2, $3, $4, $5, $6)",
-					  6, argtypes, values, nulls, false, SPI_OK_INSERT, "writing the change log");
 	scd2_exec_catalog("DROP TABLE " LOG_TABLE, 0, NULL, NULL, NULL, false, SPI_OK_UTILITY,
 					  "dropping the change log's work table");
 	return run_id;
+}
+
+/*
+ * One scd2.change_log_batches row of run run_id, its chunk chunk: the three
+ * arrays the load computed (surrogate keys, "char" actions, valid_to as
+ * logged), as the extension owner; business keys and valid_from are
+ * pinned later (load/batch_pin.c).
+ */
+void
+scd2_changelog_write_batch_chunk(int64 run_id, int chunk, const Datum *arrays)
+{
+	Oid			argtypes[5] = {INT8OID, INT4OID, INT8ARRAYOID, CHARARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		values[5] = {Int64GetDatum(run_id), Int32GetDatum(chunk), arrays[0], arrays[1], arrays[2]};
+
+	scd2_exec_catalog("INSERT INTO scd2.change_log_batches (run_id, chunk, surrogate_keys, actions, valid_to)"
+					  " VALUES ($1, $2, $3, $4, $5)",
+					  5, argtypes, values, NULL, false, SPI_OK_INSERT, "writing the change log");
 }
 
 /*

@@ -171,7 +171,9 @@ extern void scd2_changelog_copy_work_rows(int64 run_id);
 extern bool scd2_changelog_compact_first_load(void);
 extern int64 scd2_changelog_write_first_load(const Scd2Config *cfg, bool prepared, int64 inserted);
 extern bool scd2_changelog_batch_installed(void);
-extern int64 scd2_changelog_write_batch(const Scd2Config *cfg, const Datum *arrays);
+extern bool scd2_changelog_batch_chunked(void);
+extern int64 scd2_changelog_write_batch_header(const Scd2Config *cfg);
+extern void scd2_changelog_write_batch_chunk(int64 run_id, int chunk, const Datum *arrays);
 extern char *scd2_changelog_type1_json_sql(const Scd2LoggedColumn *cols, int ncols,
 										   const char *alias, bool text);
 extern char *scd2_changelog_sql_inserted_keys(const Scd2Config *cfg, const char *chg);

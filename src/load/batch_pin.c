@@ -5,13 +5,14 @@
  * business key and valid_from as they were, which the readers of a batch
  * would otherwise read back from the dimension, where they no longer are.
  *
- * A batch keeps them in business_keys and valid_from, at the version's
- * place in surrogate_keys, NULL at the other places (NULL arrays until a
- * first pin).  The first load that moves a version pins it; a later one
- * finds it pinned and leaves it.  An in-order load moves nothing and pays
- * nothing; a load that moves versions reads the surrogate keys of every
- * batch of its dimension still in the change log once (scd2.prune_change_log
- * bounds them), and rewrites the arrays of the batches that hold one.
+ * Each chunk of a batch (a row of scd2.change_log_batches) keeps them in
+ * business_keys and valid_from, at the version's place in surrogate_keys,
+ * NULL at the other places (NULL arrays until a first pin).  The first
+ * load that moves a version pins it; a later one finds it pinned and
+ * leaves it.  An in-order load moves nothing and pays nothing; a load that
+ * moves versions reads the surrogate keys of every chunk of every batch
+ * of its dimension still in the change log once (scd2.prune_change_log
+ * bounds them), and rewrites the arrays of the chunks that hold one.
  *
  * The search is in C, a hash table of the moved versions probed with each
  * batch's keys: in SQL an array overlap compares every pair, a subscript
@@ -107,35 +108,46 @@ moved_versions(LoadState *st, MemoryContext cxt)
 	return moved;
 }
 
-/* The run ids of the dimension's batches, as the extension owner. */
-static int64 *
-dimension_batches(Oid dim_oid, MemoryContext cxt, int *n)
+/* A row of scd2.change_log_batches: a chunk of a batch (load/batch_log.c). */
+typedef struct BatchChunk
+{
+	int64		run_id;
+	int			chunk;			/* 0 in a 0.4 table (one row per batch) */
+} BatchChunk;
+
+/* The chunks of the dimension's batches, as the extension owner. */
+static BatchChunk *
+dimension_batches(Oid dim_oid, bool chunked, MemoryContext cxt, int *n)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(dim_oid)};
-	int64	   *runs;
+	BatchChunk *chunks;
 
 	/* (read_only false: a snapshot taken now, as the load's own) */
-	scd2_exec_catalog("SELECT b.run_id FROM scd2.change_log_batches b"
-					  "  JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) b.run_id"
-					  " WHERE r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY b.run_id",
+	scd2_exec_catalog(psprintf("SELECT b.run_id, %s FROM scd2.change_log_batches b"
+							   "  JOIN scd2.change_log_runs r ON r.run_id OPERATOR(pg_catalog.=) b.run_id"
+							   " WHERE r.dimension OPERATOR(pg_catalog.=) $1::pg_catalog.regclass ORDER BY 1, 2",
+							   chunked ? "CAST(b.chunk AS pg_catalog.int8)" : "CAST(0 AS pg_catalog.int8)"),
 					  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading the batches to pin");
 	*n = (int) SPI_processed;
-	runs = MemoryContextAlloc(cxt, sizeof(int64) * Max(*n, 1));
+	chunks = MemoryContextAlloc(cxt, sizeof(BatchChunk) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
-		runs[i] = scd2_spi_int8(i, 1);
+	{
+		chunks[i].run_id = scd2_spi_int8(i, 1);
+		chunks[i].chunk = (int) scd2_spi_int8(i, 2);
+	}
 	SPI_freetuptable(SPI_tuptable);
-	return runs;
+	return chunks;
 }
 
 /*
  * Column col of the row SPI holds, a one-dimensional array of type elem
  * (NULL: every place NULL), deconstructed in the current memory context
- * into nelems places; a batch whose arrays disagree in length is an error
+ * into nelems places; a chunk whose arrays disagree in length is an error
  * naming its run.
  */
 static void
-spi_array(int64 run_id, int col, Oid elem, int nelems, Datum **values, bool **nulls)
+spi_array(const BatchChunk *bc, int col, Oid elem, int nelems, Datum **values, bool **nulls)
 {
 	bool		isnull;
 	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
@@ -156,9 +168,9 @@ spi_array(int64 run_id, int col, Oid elem, int nelems, Datum **values, bool **nu
 	if (n != nelems)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("the change log of run %lld is inconsistent", (long long) run_id),
-				 errdetail("Its row of scd2.change_log_batches holds %d surrogate keys but %d values in column %s: it was written otherwise than by scd2.",
-						   nelems, n, col == 2 ? "business_keys" : "valid_from"),
+				 errmsg("the change log of run %lld is inconsistent", (long long) bc->run_id),
+				 errdetail("Its chunk %d in scd2.change_log_batches holds %d surrogate keys but %d values in column %s: it was written otherwise than by scd2.",
+						   bc->chunk, nelems, n, col == 2 ? "business_keys" : "valid_from"),
 				 errhint("Restore that row from a backup, then retry the load; nothing was loaded.")));
 }
 
@@ -209,16 +221,16 @@ moved_at(const int64 *keys, const bool *nulls, int i, HTAB *moved)
 }
 
 /*
- * The batch SPI holds (run run_id: its keys, business_keys, valid_from),
- * when it holds a moved version: those places pinned (a place pinned
- * already keeps its pin) and its arrays written back.  Frees SPI's
+ * The chunk of a batch SPI holds (bc: its keys, business_keys,
+ * valid_from), when it holds a moved version: those places pinned (a place
+ * pinned already keeps its pin) and its arrays written back.  Frees SPI's
  * result; the arrays are built in the current memory context.
  */
 static void
-pin_batch(int64 run_id, HTAB *moved, MemoryContext cxt)
+pin_batch(const BatchChunk *bc, bool chunked, HTAB *moved, MemoryContext cxt)
 {
-	Oid			argtypes[3] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		values[3] = {Int64GetDatum(run_id)};
+	Oid			argtypes[4] = {INT8OID, JSONBARRAYOID, TIMESTAMPTZARRAYOID, INT4OID};
+	Datum		values[4] = {Int64GetDatum(bc->run_id), 0, 0, Int32GetDatum(bc->chunk)};
 	int			n;
 	bool	   *key_nulls;
 	int64	   *keys = batch_keys(&n, &key_nulls);
@@ -235,8 +247,8 @@ pin_batch(int64 run_id, HTAB *moved, MemoryContext cxt)
 		SPI_freetuptable(SPI_tuptable);
 		return;
 	}
-	spi_array(run_id, 2, JSONBOID, n, &bks, &bk_nulls);
-	spi_array(run_id, 3, TIMESTAMPTZOID, n, &vfs, &vf_nulls);
+	spi_array(bc, 2, JSONBOID, n, &bks, &bk_nulls);
+	spi_array(bc, 3, TIMESTAMPTZOID, n, &vfs, &vf_nulls);
 	for (int i = 0; i < n; i++)
 	{
 		MovedVersion *v = moved_at(keys, key_nulls, i, moved);
@@ -251,9 +263,13 @@ pin_batch(int64 run_id, HTAB *moved, MemoryContext cxt)
 	values[1] = make_array(bks, bk_nulls, n, JSONBOID);
 	values[2] = make_array(vfs, vf_nulls, n, TIMESTAMPTZOID);
 	SPI_freetuptable(SPI_tuptable);	/* (the arrays copied what they hold of it) */
-	scd2_exec_catalog("UPDATE scd2.change_log_batches b SET business_keys = $2, valid_from = $3"
+	scd2_exec_catalog(chunked ?
+					  "UPDATE scd2.change_log_batches b SET business_keys = $2, valid_from = $3"
+					  " WHERE b.run_id OPERATOR(pg_catalog.=) $1 AND b.chunk OPERATOR(pg_catalog.=) $4" :
+					  "UPDATE scd2.change_log_batches b SET business_keys = $2, valid_from = $3"
 					  " WHERE b.run_id OPERATOR(pg_catalog.=) $1",
-					  3, argtypes, values, NULL, false, SPI_OK_UPDATE, "pinning the moved rows of a batch");
+					  chunked ? 4 : 3, argtypes, values, NULL, false, SPI_OK_UPDATE,
+					  "pinning the moved rows of a batch");
 	MemoryContextSwitchTo(cxt); /* (SPI left its own context current) */
 }
 
@@ -262,7 +278,7 @@ pin_batch(int64 run_id, HTAB *moved, MemoryContext cxt)
  * or removes versions (driver.c, SCD2_LOAD_MOVES), whether or not it logs
  * itself: pin them in the batches of the dimension that logged them.
  *
- * Each batch is read with a snapshot taken then (not the statement's,
+ * Each chunk is read with a snapshot taken then (not the statement's,
  * which a load queued behind another on the dimension's lock took before
  * that one committed its batch and its pins), its arrays held as stored
  * (toasted: the business keys and valid_from are read only for a batch
@@ -275,8 +291,9 @@ scd2_batch_pin_moved(LoadState *st)
 	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext batch_cxt;
 	HTAB	   *moved;
-	int64	   *runs;
-	int			nruns;
+	BatchChunk *chunks;
+	int			nchunks;
+	bool		chunked;
 
 	if (st->cfg->sk == NULL || !scd2_changelog_batch_installed())
 		return;
@@ -286,20 +303,24 @@ scd2_batch_pin_moved(LoadState *st)
 		MemoryContextSwitchTo(cxt);
 		return;
 	}
-	runs = dimension_batches(st->cfg->dim_oid, cxt, &nruns);
+	chunked = scd2_changelog_batch_chunked();
+	chunks = dimension_batches(st->cfg->dim_oid, chunked, cxt, &nchunks);
 	batch_cxt = AllocSetContextCreate(cxt, "scd2 batch to pin", ALLOCSET_DEFAULT_SIZES);
-	for (int r = 0; r < nruns; r++)
+	for (int r = 0; r < nchunks; r++)
 	{
-		Oid			argtypes[1] = {INT8OID};
-		Datum		values[1] = {Int64GetDatum(runs[r])};
+		Oid			argtypes[2] = {INT8OID, INT4OID};
+		Datum		values[2] = {Int64GetDatum(chunks[r].run_id), Int32GetDatum(chunks[r].chunk)};
 
 		MemoryContextSwitchTo(batch_cxt);
-		scd2_exec_catalog("SELECT b.surrogate_keys, b.business_keys, b.valid_from FROM scd2.change_log_batches b"
+		scd2_exec_catalog(chunked ?
+						  "SELECT b.surrogate_keys, b.business_keys, b.valid_from FROM scd2.change_log_batches b"
+						  " WHERE b.run_id OPERATOR(pg_catalog.=) $1 AND b.chunk OPERATOR(pg_catalog.=) $2" :
+						  "SELECT b.surrogate_keys, b.business_keys, b.valid_from FROM scd2.change_log_batches b"
 						  " WHERE b.run_id OPERATOR(pg_catalog.=) $1",
-						  1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading a batch to pin");
+						  chunked ? 2 : 1, argtypes, values, NULL, false, SPI_OK_SELECT, "reading a batch to pin");
 		MemoryContextSwitchTo(batch_cxt);
 		if (SPI_processed == 1)
-			pin_batch(runs[r], moved, batch_cxt);	/* frees SPI's result */
+			pin_batch(&chunks[r], chunked, moved, batch_cxt);	/* frees SPI's result */
 		else
 			SPI_freetuptable(SPI_tuptable); /* (pruned meanwhile) */
 		MemoryContextReset(batch_cxt);

@@ -147,7 +147,17 @@ scd2_load_exec_probing(LoadState *st, double driving_rows, const char *sql,
 	AtEOXact_GUC(true, nest);
 }
 
-/* The same for a query whose rows go to dest (classify_copies.c's receiver). */
+/*
+ * A query of the load whose rows go to dest, in the order of its scan
+ * (batch_log.c's receiver of the change table).
+ */
+void
+scd2_load_exec_into(LoadState *st, const char *sql, DestReceiver *dest, const char *what)
+{
+	run_statement(st, sql, 0, NULL, NULL, dest, InvalidOid, SPI_OK_SELECT, what);
+}
+
+/* The same with probes forced, for classify_copies.c's receiver. */
 void
 scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
 							DestReceiver *dest, Oid sorted_staging, const char *what)

@@ -75,6 +75,8 @@ extern void scd2_load_exec_args(LoadState *st, const char *sql, int nargs, const
 								const Datum *args, int expected, const char *what);
 extern void scd2_load_exec_probing(LoadState *st, double driving_rows,
 								   const char *sql, int expected, const char *what);
+extern void scd2_load_exec_into(LoadState *st, const char *sql, struct _DestReceiver *dest,
+								const char *what);
 extern void scd2_load_exec_probing_into(LoadState *st, double driving_rows, const char *sql,
 										struct _DestReceiver *dest, Oid sorted_staging,
 										const char *what);

@@ -30,6 +30,16 @@
 #                       HUGE_ROWS=1000000 HUGE_WORK_MEM=16MB (limit 72 MB:
 #                       43 MB measured, 81 MB before issue 14)
 #   HUGE_RELOAD=1       then load the same batch again (it must write nothing)
+#   HUGE_LOGGED_ROWS    then a batch logged by surrogate keys (every row it
+#                       writes from the fast path: load/batch_log.c), its
+#                       memory checked against the same limit: this many new
+#                       keys and every 10th existing key changed, one row
+#                       each.  Default N/2 (at 200k: 110k rows written, two
+#                       chunks of the change log); 0: none.  The run of
+#                       docs/PERFORMANCE.md: HUGE_ROWS=120000
+#                       HUGE_LOGGED_ROWS=1900000 HUGE_WORK_MEM=
+#                       HUGE_RELOAD=0 at the server's default settings
+#                       (1,906,000 rows written)
 #   HUGE_LOG_CONTEXTS=0 every this many seconds, log the loading backend's
 #                       memory contexts to the server log
 #                       (pg_log_backend_memory_contexts; 0: never)
@@ -45,7 +55,8 @@ WORK_MEM=${HUGE_WORK_MEM-1MB}
 case "$WORK_MEM" in *[!0-9a-zA-Z]*) echo "huge_batch: HUGE_WORK_MEM must be a size such as 4MB" >&2
                                    echo "huge_batch: 0 passed, 1 failed"; exit 2 ;; esac
 [ -z "$WORK_MEM" ] || export PGOPTIONS="${PGOPTIONS:-} -c work_mem=$WORK_MEM"
-case "$N$MAX_MB$LOG_EVERY$RELOAD" in ''|*[!0-9]*) echo "huge_batch: HUGE_ROWS, HUGE_MAX_MB, HUGE_RELOAD and HUGE_LOG_CONTEXTS must be numbers" >&2
+LOGGED=${HUGE_LOGGED_ROWS:-$(( ${N//[!0-9]/} / 2 ))}
+case "$N$MAX_MB$LOG_EVERY$RELOAD$LOGGED" in ''|*[!0-9]*) echo "huge_batch: HUGE_ROWS, HUGE_MAX_MB, HUGE_RELOAD, HUGE_LOGGED_ROWS and HUGE_LOG_CONTEXTS must be numbers" >&2
                                  echo "huge_batch: 0 passed, 1 failed"; exit 2 ;; esac
 N=$(( N / 40 * 40 ))
 [ "$N" -ge 40 ] || N=40
@@ -96,38 +107,49 @@ SQL
 t1=$(date +%s.%N)
 echo "# setup: $N staging rows, $(( N / 4 )) existing keys, $(echo "$t1 - $t0" | bc) s"
 
-# The load, in the background; its backend found by application_name.
-PGAPPNAME=scd2_huge_batch_load "$PSQL" -X -q -At -d "$DB" \
-    -c "SET client_min_messages = warning" -c "CALL scd2.apply('stg', 'dim')" >/tmp/scd2_huge_batch_load.$$ 2>&1 &
-lpid=$!
-pid=""
-peak=0 readable=0 samples=0
-while kill -0 "$lpid" 2>/dev/null; do
-    [ -n "$pid" ] || pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'scd2_huge_batch_load'")
-    if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
-        kb=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
-        if [ -n "$kb" ]; then readable=1; [ "$kb" -gt "$peak" ] && peak=$kb; fi
+# One load of stg into dim, in the background, its backend found by
+# application_name: its peak private memory into peak (kB; readable=1 when
+# /proc showed it), its time into secs.
+measured_load() {
+    local lpid pid="" samples=0 kb t
+    t=$(date +%s.%N)
+    PGAPPNAME=scd2_huge_batch_load "$PSQL" -X -q -At -d "$DB" \
+        -c "SET client_min_messages = warning" -c "CALL scd2.apply('stg', 'dim')" >/tmp/scd2_huge_batch_load.$$ 2>&1 &
+    lpid=$!
+    peak=0 readable=0
+    while kill -0 "$lpid" 2>/dev/null; do
+        [ -n "$pid" ] || pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'scd2_huge_batch_load'")
+        if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
+            kb=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+            if [ -n "$kb" ]; then readable=1; [ "$kb" -gt "$peak" ] && peak=$kb; fi
+        fi
+        samples=$((samples + 1))
+        if [ -n "$pid" ] && [ "$LOG_EVERY" -gt 0 ] && [ $(( samples % (LOG_EVERY * 5) )) = 0 ]; then
+            q -c "SELECT pg_log_backend_memory_contexts($pid)" >/dev/null 2>&1
+        fi
+        sleep 0.2
+    done
+    wait "$lpid" || echo "# loader: $(cat /tmp/scd2_huge_batch_load.$$)"
+    rm -f /tmp/scd2_huge_batch_load.$$
+    secs=$(echo "$(date +%s.%N) - $t" | bc)
+}
+
+# The peak memory of the load just made against the limit.
+check_memory() {
+    if [ "$readable" = 1 ]; then
+        [ "$peak" -le $(( MAX_MB * 1024 )) ] && ok "$1: peak backend memory $(( peak / 1024 )) MB <= $MAX_MB MB" \
+            || fail "$1: peak backend memory $(( peak / 1024 )) MB > $MAX_MB MB"
+    else
+        echo "# /proc of the loading backend not readable: memory not checked"
     fi
-    samples=$((samples + 1))
-    if [ -n "$pid" ] && [ "$LOG_EVERY" -gt 0 ] && [ $(( samples % (LOG_EVERY * 5) )) = 0 ]; then
-        q -c "SELECT pg_log_backend_memory_contexts($pid)" >/dev/null 2>&1
-    fi
-    sleep 0.2
-done
-wait "$lpid" || echo "# loader: $(cat /tmp/scd2_huge_batch_load.$$)"
-rm -f /tmp/scd2_huge_batch_load.$$
-t2=$(date +%s.%N)
-secs=$(echo "$t2 - $t1" | bc)
+}
+
+measured_load
 echo "# load: $secs s, peak backend private memory (RssAnon): $(( peak / 1024 )) MB"
 
 status=$(q -c "SELECT status FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")
 check "the load of $N rows succeeded" success "$status"
-if [ "$readable" = 1 ]; then
-    [ "$peak" -le $(( MAX_MB * 1024 )) ] && ok "peak backend memory $(( peak / 1024 )) MB <= $MAX_MB MB" \
-        || fail "peak backend memory $(( peak / 1024 )) MB > $MAX_MB MB"
-else
-    echo "# /proc/$pid/status not readable: memory not checked"
-fi
+check_memory "the load of $N rows"
 check "metrics: source, inserted, new versions, closed, unchanged" \
     "$N $(( N / 2 + N / 8 )) $(( N / 40 + N / 8 )) $(( N / 40 )) $(( N / 4 - N / 40 ))" \
     "$(q -F' ' -c "SELECT source_rows, inserted, new_versions, closed, unchanged FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
@@ -146,6 +168,41 @@ if [ "$RELOAD" != 0 ]; then
     echo "# reload: $(echo "$(date +%s.%N) - $t3" | bc) s"
     check "reloading the same batch writes nothing" "0 0 0" \
         "$(q -F' ' -c "SELECT inserted, new_versions, closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
+fi
+
+# A batch logged by surrogate keys (issue 51): its change log is written in
+# chunks of 65,536 rows, built one at a time -- the backend's memory does not
+# grow with it (one row of the whole batch's arrays took about 45 bytes per
+# written row).  LOGGED new keys after every key so far, and every 10th of
+# the first N/4 keys changed, in order, one staging row each.
+if [ "$LOGGED" -gt 0 ]; then
+    changed=$(( N / 40 ))
+    written=$(( LOGGED + 2 * changed ))
+    q >/dev/null <<SQL || fail "setup of the batch logged by surrogate keys"
+TRUNCATE stg;
+INSERT INTO stg SELECT g, 'name ' || g, 'third ' || (g % 997), g % 1000, '2024-03-01 00:00+00'
+  FROM generate_series(10, $N / 4, 10) g;
+INSERT INTO stg SELECT g, 'name ' || g, 'city ' || (g % 997), g % 1000, '2024-03-01 00:00+00'
+  FROM generate_series($N + 1, $N + $LOGGED) g;
+ANALYZE stg;
+SQL
+    measured_load
+    echo "# batch logged by surrogate keys ($written rows written): $secs s, peak backend private memory (RssAnon): $(( peak / 1024 )) MB"
+    check "the batch logged by surrogate keys succeeded, metrics: inserted, new versions, closed" \
+        "success $LOGGED $changed $changed" \
+        "$(q -F' ' -c "SELECT status, inserted, new_versions, closed FROM scd2.audit_log ORDER BY run_id DESC LIMIT 1")"
+    check_memory "the batch logged by surrogate keys"
+    run=$(q -c "SELECT max(run_id) FROM scd2.audit_log")
+    check "its change log: chunks of 65,536 rows, numbered from 0, no row-by-row log" \
+        "$(( (written + 65535) / 65536 )) $written 0 $(( (written + 65535) / 65536 - 1 )) 0" \
+        "$(q -F' ' -c "SELECT count(*), sum(cardinality(surrogate_keys)), min(chunk), max(chunk),
+                              (SELECT count(*) FROM scd2.change_log WHERE run_id = $run)
+                         FROM scd2.change_log_batches WHERE run_id = $run")"
+    check "its change feed: every row written, each its row's surrogate key" "$written 0" \
+        "$(q -F' ' -c "SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+                                 SELECT FROM dim d WHERE d.sk = c.surrogate_key AND d.id = (c.business_key ->> 'id')::bigint
+                                                     AND d.valid_from = c.valid_from))
+                         FROM scd2.changes($run) c")"
 fi
 
 "$PSQL" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
