@@ -164,7 +164,6 @@ static bool
 search_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	FactSearch *r = (FactSearch *) self;
-	bool		bad = false;
 
 	slot_getallattrs(slot);
 	r->rows++;
@@ -173,22 +172,15 @@ search_receive(TupleTableSlot *slot, DestReceiver *self)
 		if (slot->tts_isnull[i])
 		{
 			r->null_keys++;
-			bad = true;
 			break;
 		}
 	}
 	if (slot->tts_isnull[r->nkeys])
-	{
 		r->null_times++;
-		bad = true;
-	}
 	else if (time_not_finite(r->time_type, slot->tts_values[r->nkeys]))
-	{
 		r->non_finite++;
-		bad = true;
-	}
 	/* a batch with a bad fact is refused: nothing more to keep */
-	if (bad || r->null_keys + r->null_times + r->non_finite > 0)
+	if (r->null_keys + r->null_times + r->non_finite > 0)
 		return true;
 	if (r->known != NULL)
 	{
@@ -244,8 +236,7 @@ search_facts(LoadState *st, LoadRelation *unknown)
 	r.cxt = CurrentMemoryContext;
 	r.unknown = unknown;
 	unknown->store = tuplestore_begin_heap(false, false, work_mem);
-	scd2_load_exec_probing_into(st, -1, sql_search(st->cfg), (DestReceiver *) &r, InvalidOid,
-								"finding the facts' unknown keys");
+	scd2_load_exec_into(st, sql_search(st->cfg), (DestReceiver *) &r, "finding the facts' unknown keys");
 	scd2_refuse_bad_staging(st, r.null_keys, r.null_times, r.non_finite);
 	scd2_load_register_relation(unknown, r.desc);
 	return r.rows;
